@@ -274,20 +274,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
         return dual
     config = _config_object(cfg)
     nested, target = probed_config(config)
-    _refuse_image_fields(target)
-    present = present_fields(target, pixels=_reads_pixels(transformers, class_name))
-    if "patch_size" in present and "image_size" not in present and isinstance(_field(target, "num_mel_bins"), int):
-        present.remove("patch_size")    # AST: its patches' count the config's spectrogram sets (drafting/spectrogram.py)
-        if "num_mel_bins" in present:   # and its Mel bins (a spectrogram of the config's size: k28wav12's convention)
-            present.remove("num_mel_bins")
-    if "embedding_size" in present and _field(target, "embedding_size") == _field(target, "hidden_size"):
-        present.remove("embedding_size")    # k28text13: RoFormer's follows h (None: no embeddings_project), not probed
-    if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
-        present.remove("num_hidden_layers")
-    if isinstance(_field(target, "tubelet_size"), (list, tuple)) and len(_field(target, "tubelet_size")) == 3:
-        present.append(TUBELET_LIST)     # ViViT's [frames, height, width] tubelet (k28vision13)
-    unset = unset_counts(target, present)
-    present += unset
+    present, unset = _present(transformers, cfg, class_name, nested, target)
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
     periods = [_field(target, f) for f in PERIOD_FIELDS]
     periods.append(_types_period(_field(target, "layer_types")))
@@ -345,6 +332,26 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
                                        None if run[6] == run[5] else run[6]))
         _check_at_config(torch, cfg, class_name, built, result)
     return result
+
+
+def _present(transformers, cfg: dict, class_name: str | None, nested, target) -> tuple[list[str], list[str]]:
+    """(present, unset): the canonical size fields :func:`_draft` probes in ``target`` (the config, or its nested
+    text config ``nested``), less those a family sets from others, plus the count fields left None (``unset``)."""
+    _refuse_image_fields(target)
+    present = present_fields(target, pixels=_reads_pixels(transformers, class_name))
+    if "patch_size" in present and "image_size" not in present and isinstance(_field(target, "num_mel_bins"), int):
+        present.remove("patch_size")    # AST: its patches' count the config's spectrogram sets (drafting/spectrogram.py)
+        if "num_mel_bins" in present:   # and its Mel bins (a spectrogram of the config's size: k28wav12's convention)
+            present.remove("num_mel_bins")
+    if "embedding_size" in present and _field(target, "embedding_size") == _field(target, "hidden_size"):
+        present.remove("embedding_size")    # k28text13: RoFormer's follows h (None: no embeddings_project), not probed
+    if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
+        present.remove("num_hidden_layers")
+    if isinstance(_field(target, "tubelet_size"), (list, tuple)) and len(_field(target, "tubelet_size")) == 3:
+        present.append(TUBELET_LIST)     # ViViT's [frames, height, width] tubelet (k28vision13)
+    unset = unset_counts(target, present)
+    present += unset
+    return present, unset
 
 
 def _probe_values(p: Probe, sz) -> dict:

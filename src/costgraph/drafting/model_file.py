@@ -24,6 +24,7 @@ from .writer import Sizer, layer_lines
 from .folding import _period, _periodic, _prefixed_period  # noqa: F401 (importable here)
 from .pooling_head import map_head, map_head_lines
 from .vision import patch_conv, vision_embeddings
+from .uncalled import uncalled_lines
 from .video import video_embeddings
 from .text_encoders import xpath_front
 from .mel_front import mel_front, pool_line
@@ -258,7 +259,7 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
                           first.tokens if first is not None and vision else None)
     if not lines[-1].startswith("return"):
         lines.append("return x")
-    extra = _uncalled(root, layers, sz)
+    extra = uncalled_lines(root, layers, sz)
     return inputs, (lines[:-1] + extra + lines[-1:]) if extra else lines
 
 
@@ -337,70 +338,6 @@ def _in_index_order(layers: Module) -> Module:
     if not all(c.name.isdigit() for c in layers.children):
         return layers
     return replace(layers, children=sorted(layers.children, key=lambda c: int(c.name)))
-
-
-def _outer_size(n: int, sz: Sizer) -> str:
-    """A size of a module outside the probed config, in symbols only when it is one large probed field times a
-    small factor (Gemma 3's projector: ``h``); else its number (a vision tower's 196 positions are no ``4·kv²``)."""
-    text = sz.probe.cover(n, max_coefficient=4)
-    values = sz.probe.symbol_values()
-    names = [t for t in (text or "").split(" * ") if t in values]
-    if text is None or len(names) != 1 or values[names[0]] < 1000:
-        return str(n)
-    sz.used.add(names[0])
-    return text
-
-
-def _text_size(n: int, sz: Sizer) -> str:
-    """A size of an uncalled weight whose other size is the text config's (:func:`_outer_size`): in any symbols where
-    a product of them (LUKE's entity position table [s_max, h], k28text13), else its number."""
-    text = sz.probe.cover(n)
-    if text is None:
-        return str(n)
-    sz.used.update(t for t in text.split(" * ") if t in sz.probe.symbol_values())
-    return text
-
-
-def _uncalled(root: Module, layers: Module, sz: Sizer) -> list[str]:
-    """``param`` statements for the modules a text forward never calls outside the layers (a vision-language
-    model's vision tower and projector: ``parameters()`` counts them, no FLOPs). A weight with a dimension in the
-    config's symbols is written apart (Gemma 3's projector ``[1152, h]``); the rest of a module, sized by the
-    sub-configs the probe does not touch, as one count."""
-    found: list[Module] = []
-
-    def visit(node: Module) -> None:
-        for c in node.children:
-            if c.path == layers.path:     # the layers' list (a copy in index order: not the same object)
-                continue
-            if all(x.order is None for x in c.walk()):     # nothing in it ran (Whisper's wrapper ran its decoder)
-                if c.param_count():
-                    found.append(c)
-            else:
-                visit(c)
-
-    visit(root)
-    out = []
-    for top in found:
-        rest, label = 0, top.path.replace(".", "_")
-        for m in top.walk():
-            for pname, shape in m.params.items():
-                if pname in m.tied:
-                    continue
-                sizes = [_outer_size(n, sz) for n in shape]
-                if any(not t.isdigit() for t in sizes):     # the text config's weight: its other sizes in symbols
-                    sizes = [_text_size(n, sz) if t.isdigit() else t for n, t in zip(shape, sizes)]
-                    out.append(f"param {(m.path + '.' + pname).replace('.', '_')}[{', '.join(sizes)}]")
-                else:
-                    k = 1
-                    for n in shape:
-                        k *= n
-                    rest += k
-        if rest:
-            out.append(f"param {label}[{rest}]   # {top.cls}: its parameters of fixed size, not in the text forward")
-    if out:
-        out.insert(0, "# built but never called by a text forward (parameters only): "
-                      + ", ".join(f"{t.path} ({t.cls})" for t in found))
-    return out
 
 
 def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:

@@ -3,7 +3,7 @@ from :mod:`costgraph.drafting.probe` (which merges them in): their :data:`FIELDS
 and the fields :func:`vision_values` sets on a probe (:func:`costgraph.drafting.api._probed_runs` calls it on
 each). Torch-free, imports nothing of the package.
 
-Probe primes (task k28vision13's range 1409 … 1597, in ``probe._PRIMES``): ``n_c`` 1409 / 1423, ``tb`` 1427 /
+Probe primes (task k28vision13's range 1409 … 1597, in ``primes.PRIMES``): ``n_c`` 1409 / 1423, ``tb`` 1427 /
 1429; ``f_t`` (no symbol) is the tubelets a video, 2 at both probes: ``num_frames = tb · f_t``, so that VideoMAE's
 sinusoid table (transformers 5.24 modeling_videomae.py ``get_sinusoid_encoding_table``, built in Python at
 ``(f/tb)·(image/p)²`` rows of h) stays small.
