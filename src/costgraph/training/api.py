@@ -108,6 +108,10 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
              + _lora_notes(model, layout, values) + _ep_notes(model, hw, layout, compute))
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
+        if compute.get("communication") and compute["rate"].covers == "compute":   # hidden collectives' contention
+            from .contention import contention_warnings
+
+            notes = notes + contention_warnings(hw, layout.filled().overlap_contention)
     beside = None
     if o.megatron:
         from .megatron import megatron_beside
