@@ -147,3 +147,6 @@ def test_a_preset_without_an_entry_is_warned_in_the_result(gpt):
                                    hardware="a100-80gb-sxm").warnings if "contention.toml" in w]   # none asked
     plan = m.plan(m.values("gpt2", s=1024), gpus=8, hardware="a100-80gb-sxm", global_batch=16, top=1)
     assert said[0] in plan.warnings
+    # a note of the step time (its rate's notes): fit, which prints no time, leaves it out (verdict.fit)
+    assert said[0] in res.compute["rate"].notes
+    assert said[0] not in costgraph.fit(m, hardware="a100-80gb-sxm", gpus=8, zero=3, values=vals).warnings

@@ -31,7 +31,7 @@ warnings and JSON, plan's warnings; train's step lines too, :func:`costgraph.exp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -120,6 +120,15 @@ def contention_warnings(hardware, convention: str) -> list[str]:
         return []
     return [f"--overlap-contention {convention}: no {FILE} entry for {hardware.key}: none counted (a hidden "
             f"collective slows no compute); a COSTGRAPH_DATA {FILE} may add one"]
+
+
+def noted(rate, hardware, convention: str):
+    """``rate`` (a :class:`costgraph.training.steptime.Rate`) with :func:`contention_warnings` added to its
+    ``notes`` (what the step time assumed: train's warnings, which fit, printing no time, leaves out) where it times
+    the compute (``covers = "compute"``: a step rate has no contention); ``rate`` itself where there is nothing to
+    say."""
+    said = contention_warnings(hardware, convention) if rate.covers == "compute" else []
+    return replace(rate, notes=tuple(rate.notes) + tuple(said)) if said else rate
 
 
 def share(kind: str, layout, hardware, per_kernel: bool) -> sympy.Expr:

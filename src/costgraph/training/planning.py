@@ -319,7 +319,8 @@ def _warnings(model, o, hw=None) -> list[str]:
         out += dispatch_warnings(hw, o.ep_dispatcher, o.link_rate)
     from .contention import contention_warnings
 
-    contention = contention_warnings(hw, o.overlap_contention or OVERLAP_CONTENTION.default) if o.gpus > 1 else []   # one device: no collective
+    # a preset without a contention.toml entry (one device: no collective, nothing hidden)
+    contention = contention_warnings(hw, o.overlap_contention or OVERLAP_CONTENTION.default) if o.gpus > 1 else []
     return out + loss_warnings(model.graph, o.cross_entropy) + contention
 
 
