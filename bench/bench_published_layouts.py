@@ -291,6 +291,10 @@ CHOICES = {
     "EP exposed": "the EP all-to-all exposed (the dispatcher's kernels at the links' rates, no overlap without "
                   "--ep-overlap): the model prefers a smaller EP than the runs' (EP 8 against 16, 4 against 64)",
     "exposed DP/ZeRO": "the DP/ZeRO collectives' exposed part under the overlap rules (by bucket)",
+    "overlap contention": "the compute hidden collectives slow (--overlap-contention sm-share, training/contention.toml: "
+                          "each hidden second costs n/N of a second of compute, n the SMs NCCL's or DeepEP's kernels "
+                          "hold of the device's N): the run hides more traffic behind its compute (ZeRO-3's gathers, "
+                          "the CP ring, the EP all-to-all) than plan's first row",
 }
 
 

@@ -256,10 +256,13 @@ def offload_devices(s: Space) -> tuple:
     return choices.OFFLOAD_DEVICE.values if s.allow_offload else (choices.OFFLOAD_DEVICE.default,)
 
 
-#: the share of the layers whose activations Megatron-Bridge's one published offload recipe sends to the host:
+#: the share of the layers whose activations Megatron-Bridge's Llama-3-70B GB200 offload recipe sends to the host:
 #: llama3_70b_pretrain_64gpu_gb200_fp8cs_config, cpu_offloading_num_layers 40 of Llama-3-70B's 80 (Megatron-Bridge
 #: 067f987 docs/performance-summary-archive.md, 26.04.01, LLAMA3_70B DGX-GB200 FP8; bench/published_layouts.toml),
-#: as the CLI writes it (--offload-activations 0.5)
+#: as the CLI writes it (--offload-activations 0.5). Not its only offload recipe: Megatron-Bridge @ 23571b8
+#: src/megatron/bridge/recipes/llama/llama31_perf.py offloads 40, 10 and 92 of Llama 3.1 405B's 126 layers
+#: (llama31_405b_pretrain_128gpu_gb300_bf16_config, ..._gb300_fp8cs_config, ..._gb200_fp8cs_config), fractions
+#: plan does not search (one value, the bench row's)
 OFFLOAD_FRACTION = "0.5"
 
 

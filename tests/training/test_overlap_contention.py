@@ -131,3 +131,22 @@ def test_a_bad_value_is_refused_naming_the_flag(capsys):
     assert "Traceback" not in err
     with pytest.raises(CostgraphValueError, match="overlap.contention"):
         Layout(overlap_contention="sometimes").filled()
+
+
+def test_a_preset_without_an_entry_is_warned_in_the_result(gpt):
+    """No ``contention.toml`` entry for the preset (a100-80gb-sxm): the convention counts nothing there, which
+    train's JSON and the API's warnings say, as its text's step line does and as plan warns it (never a silent 0)."""
+    m, vals = gpt
+    res = m.train(Layout(zero=3, gpus=8), values=vals, hardware="a100-80gb-sxm")
+    said = [w for w in res.warnings if "contention.toml" in w]
+    assert said == ["--overlap-contention sm-share: no contention.toml entry for a100-80gb-sxm: none counted "
+                    "(a hidden collective slows no compute); a COSTGRAPH_DATA contention.toml may add one"]
+    assert not [w for w in m.train(Layout(zero=3, gpus=8), values=vals, hardware="h100-sxm").warnings
+                if "contention.toml" in w]   # an entry: nothing to say
+    assert not [w for w in m.train(Layout(zero=3, gpus=8, overlap_contention="none"), values=vals,
+                                   hardware="a100-80gb-sxm").warnings if "contention.toml" in w]   # none asked
+    plan = m.plan(m.values("gpt2", s=1024), gpus=8, hardware="a100-80gb-sxm", global_batch=16, top=1)
+    assert said[0] in plan.warnings
+    # a note of the step time (its rate's notes): fit, which prints no time, leaves it out (verdict.fit)
+    assert said[0] in res.compute["rate"].notes
+    assert said[0] not in costgraph.fit(m, hardware="a100-80gb-sxm", gpus=8, zero=3, values=vals).warnings

@@ -237,3 +237,13 @@ def test_deepseek_v3_report_routes_to_four_nodes_with_its_kernels():
     assert (row["layout"]["route_nodes"], row["layout"]["ep_dispatcher"]) == (4, "deepep")
     h800 = presets()["h800"]
     assert (h800.deepep_scale_up_bw, h800.deepep_scale_out_bw) == (153_000_000_000, 43_000_000_000)
+
+
+def test_the_contention_cause_has_its_modelling_choice():
+    # plan_compare.CAUSES gained "overlap contention" this round (costgraph.training.contention): a row outside the
+    # top 10 by it is printed with the choice behind it, as the other causes the bench names are
+    from bench.bench_published_layouts import CHOICES
+    from costgraph.training.plan_compare import CAUSES, PARTS
+
+    assert PARTS["contention"][1] == "overlap contention" and "overlap contention" in CAUSES
+    assert "--overlap-contention" in CHOICES["overlap contention"] and "contention.toml" in CHOICES["overlap contention"]

@@ -29,6 +29,7 @@ import sympy
 from .. import arguments
 from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
+from .contention import noted
 from .fp8 import on_hardware
 from .result import TrainingResult
 from .validity import check_layout, check_pipeline_stacks, expert_option_warnings
@@ -106,8 +107,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     from ..arguments import value_warnings
     notes = (value_warnings(values) + mem.warnings + ([floored_note(o.memory, capacity)] if floored else [])
              + _lora_notes(model, layout, values) + _ep_notes(model, hw, layout, compute))
-    if compute is not None and "rate" in compute:
-        notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
+    notes += list(compute["rate"].notes) if compute is not None and "rate" in compute else []   # the step's assumptions
     beside = None
     if o.megatron:
         from .megatron import megatron_beside
@@ -492,7 +492,7 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
 
         if userbuffers_margin(filled, rate.table) != 1:   # TP-overlapped GEMMs on the SMs userbuffers leave
             out["userbuffers_sms"] = UserbuffersSMs(rate.table.sm_count - UB_COMM_SMS, rate.table.sm_count)
-    out["rate"] = rate
+    out["rate"] = rate = noted(rate, hw, filled.overlap_contention) if cols else rate   # no contention.toml entry: said
     out["efficiency"] = rate.value if rate.kind == "efficiency" else None
     out["hardware"] = None if hw is None else hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)
     derived = time_from_step(out["flops"], filled, st["total"], rate, tokens=tokens, price=price)

@@ -24,13 +24,14 @@ that model already runs the TP-overlapped GEMMs on ``N − 16`` SMs
 window the rules hide the collective in, and kinds hidden behind the same compute add their shares (each runs
 on its own stream, as the overlap rules take them).
 
-A preset without an entry counts no contention (train's step lines say so:
-:func:`costgraph.export.training_report._contention_line`); ``measured`` reads the entry's slowdown too.
+A preset without an entry counts no contention, said, never a silent 0 (:func:`contention_warnings`: train's
+warnings and JSON, plan's warnings; train's step lines too, :func:`costgraph.export.training_report._contention_line`);
+``measured`` reads the entry's slowdown too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -108,6 +109,26 @@ def slowed(ov, maximum) -> sympy.Expr:
 def contention_of(hardware) -> Contention | None:
     """The entry of preset ``hardware`` (a :class:`~costgraph.hardware.Hardware` or None); None without one."""
     return None if hardware is None else entries().get(hardware.key)
+
+
+def contention_warnings(hardware, convention: str) -> list[str]:
+    """What ``--overlap-contention`` ``convention`` assumes on preset ``hardware`` (a
+    :class:`~costgraph.hardware.Hardware` or None) without an entry in :data:`FILE`: nothing counted, said in one
+    warning (train's and plan's ``warnings``, its JSON and the API's); ``[]`` with an entry, without a preset, or
+    under ``none``."""
+    if hardware is None or convention == "none" or contention_of(hardware) is not None:
+        return []
+    return [f"--overlap-contention {convention}: no {FILE} entry for {hardware.key}: none counted (a hidden "
+            f"collective slows no compute); a COSTGRAPH_DATA {FILE} may add one"]
+
+
+def noted(rate, hardware, convention: str):
+    """``rate`` (a :class:`costgraph.training.steptime.Rate`) with :func:`contention_warnings` added to its
+    ``notes`` (what the step time assumed: train's warnings, which fit, printing no time, leaves out) where it times
+    the compute (``covers = "compute"``: a step rate has no contention); ``rate`` itself where there is nothing to
+    say."""
+    said = contention_warnings(hardware, convention) if rate.covers == "compute" else []
+    return replace(rate, notes=tuple(rate.notes) + tuple(said)) if said else rate
 
 
 def share(kind: str, layout, hardware, per_kernel: bool) -> sympy.Expr:

@@ -306,7 +306,9 @@ def _warnings(model, o, hw=None) -> list[str]:
     routed experts (:func:`costgraph.training.validity.expert_option_warnings`); ``--ep-dispatcher deepep`` on a
     preset ``hw`` without DeepEP's measured figures, NCCL's used for them
     (:func:`costgraph.hardware.dispatch_warnings`, the words of train's EP dispatch line); a model without a token
-    head, the loss every row assumes (:func:`costgraph.training.cross_entropy.loss_warnings`); ``[]``: nothing."""
+    head, the loss every row assumes (:func:`costgraph.training.cross_entropy.loss_warnings`); a preset without a
+    ``contention.toml`` entry under ``--overlap-contention`` sm-share or measured, none counted
+    (:func:`costgraph.training.contention.contention_warnings`, as train warns it); ``[]``: nothing."""
     from ..hardware import dispatch_warnings
     from ..parallel.layout import Layout
     from .cross_entropy import loss_warnings
@@ -315,7 +317,11 @@ def _warnings(model, o, hw=None) -> list[str]:
     out = expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher))
     if hw is not None and expert_counts(model.graph):
         out += dispatch_warnings(hw, o.ep_dispatcher, o.link_rate)
-    return out + loss_warnings(model.graph, o.cross_entropy)
+    from .contention import contention_warnings
+
+    # a preset without a contention.toml entry (one device: no collective, nothing hidden)
+    contention = contention_warnings(hw, o.overlap_contention or OVERLAP_CONTENTION.default) if o.gpus > 1 else []
+    return out + loss_warnings(model.graph, o.cross_entropy) + contention
 
 
 def _compared(model, values, result: PlanResult, o) -> PlanResult:
