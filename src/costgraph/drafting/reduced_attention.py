@@ -47,7 +47,7 @@ def segformer_layer_lines(layer: Module, sz: Sizer, stage: int, side: str) -> li
     y, kv = f"y_{stage}", f"kv_{stage}"
     has = (lambda m: "true" if "bias" in m.params else "false")
     lines = [f"{y} = layernorm(x, name = layernorm_before)"]
-    red = _find(att, "sequence_reduction", "spatial_reduction", "self.sequence_reduction")   # PVT v2's, v1's too
+    red = _find(att, "sequence_reduction", "spatial_reduction", "self.sequence_reduction", "self.sr")   # PVT v2, v1, GLPN
     if red is not None:
         conv, norm = (_find(red, "sequence_reduction"), _find(red, "layer_norm")) if red.children else \
             (red, _find(att, "layer_norm", "self.layer_norm"))
