@@ -31,7 +31,7 @@ def is_token_stage(layers: Module) -> bool:
 
 def holds_positions(holder: Module | None) -> bool:
     """Whether ``holder`` is a stage's patch embedding holding its own ``position_embeddings`` (PVT v1's)."""
-    return holder is not None and holder.children and "position_embeddings" in holder.params \
+    return holder is not None and bool(holder.children) and "position_embeddings" in holder.params \
         and set(holder.params) <= {"position_embeddings", "cls_token"}
 
 

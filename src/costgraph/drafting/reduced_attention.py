@@ -9,8 +9,11 @@ transformers 5.24 modeling_segformer.py ``SegformerLayer.forward``: ``layernorm_
 (``dwconv.dwconv``, padding 1), the activation, ``fc2``), added. modeling_pvt_v2.py ``PvtV2BlockLayer`` is the same
 layer under other names (``layer_norm_1``, ``query``, ``key``, ``value``, ``proj``, ``spatial_reduction`` and the
 attention's ``layer_norm``, ``dense1``, ``dense2``, ``layer_norm_2``; its ``linear_attention`` variant is not
-drafted). The ratios and kernel sizes are the config's lists
-(``sr_ratios``, ``mlp_ratios``), written as numbers.
+drafted). modeling_pvt.py ``PvtLayer`` (PVT v1; task k28vision2): the attention's parts under ``attention.self``
+(``query``, ``key``, ``value``, ``sequence_reduction`` and ``layer_norm``) and ``attention.output.dense``, its
+``PvtFFN`` ``dense1``, the activation, ``dense2`` with no depthwise convolution; modeling_glpn.py ``GLPNLayer`` the
+same attention with the reduction under ``attention.self.sr`` and SegFormer's MLP. The ratios and kernel sizes are
+the config's lists (``sr_ratios``, ``sequence_reduction_ratios``, ``mlp_ratios``), written as numbers.
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ def segformer_layer_lines(layer: Module, sz: Sizer, stage: int, side: str) -> li
     y, kv = f"y_{stage}", f"kv_{stage}"
     has = (lambda m: "true" if "bias" in m.params else "false")
     lines = [f"{y} = layernorm(x, name = layernorm_before)"]
-    red = _find(att, "sequence_reduction", "spatial_reduction", "self.sequence_reduction", "self.sr")   # PVT v2, v1, GLPN
+    red = _find(att, "sequence_reduction", "spatial_reduction",     # SegFormer's, PVT v2's
+                "self.sequence_reduction", "self.sr")             # PVT v1's, GLPN's
     if red is not None:
         conv, norm = (_find(red, "sequence_reduction"), _find(red, "layer_norm")) if red.children else \
             (red, _find(att, "layer_norm", "self.layer_norm"))
