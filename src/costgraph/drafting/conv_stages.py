@@ -39,6 +39,7 @@ import re
 from .blocks import is_norm, norm_call
 from .facts import Module
 from .probe import STAGE_LISTS, STAGES
+from .pvt import holds_positions, is_token_stage, last_called, position_lines
 from .reduced_attention import segformer_layer_lines
 from .window_stages import swin_layer_lines, swinv2_layer_lines
 from .writer import Sizer
@@ -279,7 +280,8 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
     if stages is None or "l_1" not in values or len(stages.children) > STAGES:
         return None
     sz.stages = True
-    swin = all(s.child("blocks") is not None for s in stages.children)
+    swin = all(s.child("blocks") is not None for s in stages.children) or all(
+        is_token_stage(_layers(s)) for s in stages.children)      # PVT v1's token layers too
     inside = {_layers(s).path + "." for s in stages.children}
     parents = {m.path: m for m in root.walk()}
     leaves = sorted((m for m in root.walk() if not m.children and m.order is not None
@@ -319,6 +321,9 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
             lines.append(line.replace("pixels = ", "x = ", 1))
             if not line.startswith("#"):
                 layout, result = now, line.split(" = ", 1)[0].replace("pixels", "x")
+        holder = parents.get(m.path.rpartition(".")[0])
+        if holds_positions(holder) and m is last_called(holder) and layout == "tokens":   # PVT v1's positions
+            lines += position_lines(holder, sz, now_side)
     for i, stage in enumerate(stages.children):
         if i not in done:
             lines += _stage_lines(i, _layers(stage), sz, values, swin, now_side)
