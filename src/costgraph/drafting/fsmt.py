@@ -6,9 +6,9 @@ config.src_vocab_size, config.d_model, config.pad_token_id)``, ``FSMTDecoder.__i
 config.tgt_vocab_size, config.d_model, padding_idx)`` (no table shared: two vocabularies, symbols ``V_src`` and ``V``)
 and ``output_projection = nn.Linear(config.d_model, config.tgt_vocab_size, bias=False)``, its weight tied to the
 decoder's table where the config ties word embeddings (``FSMTModel._tied_weights_keys``; ``tie_word_embeddings``
-False by default in configuration_fsmt.py: then a weight of its own), called at the end of ``FSMTDecoder.forward`` (``x =
-self.output_projection(x)``: the base model returns logits, 2·b·t·h·V FLOPs). Each stack's ``embed_positions`` is a
-``SinusoidalPositionalEmbedding`` (an ``nn.Embedding`` whose weight is a parameter without gradient, counted by
+False by default in configuration_fsmt.py: then a weight of its own), called at the end of ``FSMTDecoder.forward``
+(``x = self.output_projection(x)``: the base model returns logits, 2·b·t·h·V FLOPs). Each stack's ``embed_positions``
+is a ``SinusoidalPositionalEmbedding`` (an ``nn.Embedding`` whose weight is a parameter without gradient, counted by
 ``sum(p.numel())``) of ``config.max_position_embeddings + padding_idx + 1`` rows: the probes keep the config's
 ``pad_token_id`` (:data:`KEEPS_PAD`), so that the rows read ``s_max + pad_token_id + 1`` with the config's id.
 """
