@@ -23,6 +23,7 @@ from .probe import (EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, S
                     decoder_length)
 from .probe import probe_primes     # k28vision13
 from .probe_video import TUBELET_LIST, vision_values     # k28vision13
+from .fsmt import KEEPS_PAD     # k28text2
 from .model_build import AUTO_HINT, _build, _forward, _no_weights_built, auto_class  # noqa: F401 (importable here)
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
@@ -73,6 +74,8 @@ def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
             out[t] = i
         elif isinstance(out.get(t), list):
             out[t] = [i]
+    if getattr(config, "model_type", None) in KEEPS_PAD and isinstance(getattr(config, "pad_token_id", None), int):
+        out["pad_token_id"] = config.pad_token_id     # FSMT's position rows: s_max + pad_token_id + 1 (k28text2)
     return out
 
 
@@ -161,6 +164,8 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
                               f"(costgraph import {cfg['model_type']}), or write this family's model file by hand "
                               "(docs: a new architecture in ten minutes)") from None
     model = _build(torch, probed, class_name, probed_object)
+    # as built, before the forward: FSMT's forward remakes a position table longer than the probe's t (k28text2)
+    params = int(sum(p.numel() for p in model.parameters()))
     try:
         facts, fl, counted = _forward(torch, model, probe.b, probe.s, decoder_length(probe.index))
     except Exception as e:  # noqa: BLE001 - a forward transformers cannot run on meta, worded for the user
@@ -180,7 +185,6 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
     except ValueError as e:
         raise CostgraphValueError(f"cannot draft {type(model).__name__}: {e}",
                                   hint="costgraph import drafts models whose layers are a ModuleList") from None
-    params = int(sum(p.numel() for p in model.parameters()))
     return type(model).__name__, inputs, lines, sz, params, fl, counted
 
 

@@ -19,6 +19,7 @@ from .parallel_lists import fold_parallel_lists
 from .probe import FIELDS, STAGE_LISTS, STAGE_SCALARS
 from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
+from .fsmt import fsmt_body
 from .seq2seq import bart_body, t5_body
 from .writer import Sizer, layer_lines
 from .folding import _period, _periodic, _prefixed_period  # noqa: F401 (importable here)
@@ -204,6 +205,7 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     if staged is not None:
         return staged
     seq2seq = t5_body(root, sz) or bart_body(root, sz)    # T5's, BART's encoder and decoder (t: decoder_input_ids)
+    seq2seq = seq2seq or fsmt_body(root, sz)     # FSMT's: a token table per stack, the logits inside (k28text2)
     if seq2seq is not None:
         return seq2seq
     tower = patch_tower_body(root, sz)    # a VLM's vision tower on flattened patches (k28patch13)

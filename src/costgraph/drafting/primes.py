@@ -32,7 +32,8 @@ PRIMES: tuple[dict[str, int], dict[str, int]] = (
      "C_s": 1601,     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
      "d_emb": 1801, "V_ent": 1823, "d_ent": 1847,     # k28text13: ALBERT's embedding_size, LUKE's entity table
      "h_o": 1201, "i_p": 1213, "g_pos": 1217,     # k28patch13: VLM towers (n_pos = g_pos², a square)
-     "e_j": 1019, "e_p": 1031},   # k28dual13: a text head's width (SigLIP's, AltCLIP's), a dual encoder's projection_dim
+     "e_j": 1019, "e_p": 1031,   # k28dual13: a text head's width (SigLIP's, AltCLIP's), a dual encoder's projection_dim
+     "V_src": 2411},     # k28text2: FSMT's source vocabulary (configuration_fsmt.py src_vocab_size)
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -50,5 +51,6 @@ PRIMES: tuple[dict[str, int], dict[str, int]] = (
      "C_s": 1607,     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
      "d_emb": 1811, "V_ent": 1831, "d_ent": 1861,     # k28text13: ALBERT's embedding_size, LUKE's entity table
      "h_o": 1223, "i_p": 1229, "g_pos": 1231,     # k28patch13: VLM towers (n_pos = g_pos², a square)
-     "e_j": 1021, "e_p": 1033},   # k28dual13: a text head's width (SigLIP's, AltCLIP's), a dual encoder's projection_dim
+     "e_j": 1021, "e_p": 1033,   # k28dual13: a text head's width (SigLIP's, AltCLIP's), a dual encoder's projection_dim
+     "V_src": 2417},     # k28text2: FSMT's source vocabulary (configuration_fsmt.py src_vocab_size)
 )

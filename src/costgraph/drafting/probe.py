@@ -173,6 +173,8 @@ FIELDS: dict[str, tuple[str, str]] = {
 }
 #: k28text13's fields: the probe value of each is its symbol's prime (:data:`_PRIMES`)
 TEXT_FIELDS = {"embedding_size": "d_emb", "entity_vocab_size": "V_ent", "entity_emb_size": "d_ent"}
+TEXT_FIELDS["src_vocab_size"] = "V_src"    # k28text2: FSMT's encoder table (configuration_fsmt.py src_vocab_size)
+FIELDS["src_vocab_size"] = ("V_src", "source vocabulary size (FSMT's encoder table)")     # k28text2
 FIELDS.update(VIDEO_FIELDS)     # k28vision13: Pixio's class tokens, a video's frames and tubelets (probe_video.py)
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens", *VIDEO_VISION)     # k28vision13's
