@@ -3,7 +3,8 @@ stride − 1, k − 1, stride − 1))`` before a Conv2d of no padding (transform
 ``NemotronAsrStreamingEncoderCausalConv2D.forward``: ``freq_pad`` and ``time_pad`` ``(kernel − 1, stride − 1)``),
 against PyTorch on CPU at concrete sizes: the output shape equals the torch module's, the parameters its
 ``numel``, and the matmul FLOPs forward and backward ``FlopCounterMode``'s (the input is the model's: no input
-gradient, as PyTorch's ``convolution_backward`` skips it); a ``padding_end`` below 1 is refused located (a dim argument).
+gradient, as PyTorch's ``convolution_backward`` skips it); a ``padding_end`` below 1 is refused located
+(a dim argument).
 
 Skipped without the torch extra."""
 

@@ -1,7 +1,10 @@
 """A FastConformer speech encoder drafted from its traced modules (issue 28 item 2, task k28speech13): Parakeet's
 (transformers 5.24 modeling_parakeet.py; Rekesh et al. 2023, "Fast Conformer", arXiv 2305.05084), and LASR's, its
 variant (modeling_lasr.py: a Linear and two Conv1d for a stem, rotary attention, weighted residual sums, a depthwise
-convolution of padding "same"; :func:`_conv1d_stem`, :func:`_sums`, the ``fc_conv_same`` block).
+convolution of padding "same"; :func:`_conv1d_stem`, :func:`_sums`, the ``fc_conv_same`` block), and Nemotron ASR
+Streaming's (modeling_nemotron_asr_streaming.py, task k28speech2: causal convolutions, padded ``(k − 1, stride − 1)`` in
+their forward, in its stem, ``conv2d``'s ``padding_end``, and in its convolution module, a LayerNorm in place of the
+BatchNorm; :func:`_causal_stem`, :func:`_causal_lines`, the ``fc_conv_causal`` block).
 
 - The stem, ``ParakeetEncoderSubsamplingConv2D.forward``: ``input_features [b, frames, mel]`` as a one-channel image
   ``unsqueeze(1)`` ``[b, 1, frames, mel]``; ``layers``: ``Conv2d(1, C, k, stride, padding=(k − 1)//2)``, ReLU, then
@@ -79,10 +82,10 @@ block fc_conv_same(x[B, S, H], kernel, bias = true) {
   param norm_weight[H]
   param norm_bias[H]
   return transpose(dense_conv1d(transpose(silu(y)), H, kernel = 1, bias = bias, name = pointwise_conv2))
-}""", "fc_conv_causal": """# Nemotron ASR Streaming's convolution module (transformers 5.24 modeling_nemotron_asr_streaming.py
-# NemotronAsrStreamingEncoderConvolutionModule): fc_conv's, its depthwise Conv1d causal (NemotronAsrStreamingEncoderCausalConv1d:
-# F.pad(x, (k - 1, 0)) then no padding: S outputs of k weights a channel, as conv1d's) and a LayerNorm (gamma, beta
-# [H], as BatchNorm1d's) in place of the BatchNorm.
+}""", "fc_conv_causal": """# Nemotron ASR Streaming's convolution module (transformers 5.24
+# modeling_nemotron_asr_streaming.py NemotronAsrStreamingEncoderConvolutionModule): fc_conv's, its depthwise Conv1d
+# causal (NemotronAsrStreamingEncoderCausalConv1d: F.pad(x, (k - 1, 0)) then no padding: S outputs of k weights a
+# channel, as conv1d's) and a LayerNorm (gamma, beta [H], as BatchNorm1d's) in place of the BatchNorm.
 block fc_conv_causal(x[B, S, H], kernel, bias = true) {
   t = transpose(dense_conv1d(transpose(x), 2 * H, kernel = 1, bias = bias, name = pointwise_conv1))
   y = conv1d(slice(t, H) * sigmoid(slice(t, H)), kernel, bias = bias, state = false, name = depthwise_conv)
@@ -230,8 +233,9 @@ def _stem(root: Module) -> Module | None:
 
 
 def _conv_line(m: Module, sz, names, arg: str, causal: bool = False) -> tuple[str, int, int, int] | None:
-    """(the ``conv2d`` call, kernel, stride, padding) of a stem Conv2d (square kernel and stride), else None. ``causal``:
-    padded ``(k − 1, stride − 1)`` on each axis in its forward (``padding``, ``padding_end``; a module padding 0)."""
+    """(the ``conv2d`` call, kernel, stride, padding) of a stem Conv2d (square kernel and stride), else None.
+    ``causal``: padded ``(k − 1, stride − 1)`` on each axis in its forward (``padding``, ``padding_end``; a module
+    padding 0)."""
     w = m.params.get("weight")
     k, stride, pad, groups = (m.attrs.get(a, d) for a, d in (("kernel_size", None), ("stride", 1), ("padding", 0),
                                                                ("groups", 1)))

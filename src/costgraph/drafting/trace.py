@@ -31,12 +31,12 @@ FLATTENED = "flattened_patches"
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
 
-
 def _causal_conv(mod) -> bool:
     """Whether ``mod`` is a causal subclass of ``nn.Conv1d``/``nn.Conv2d`` padding in its own forward (k28speech2:
     transformers 5.24 modeling_nemotron_asr_streaming.py ``NemotronAsrStreamingEncoderCausalConv1d``/``…Conv2D``)."""
     return type(mod).__name__.endswith(("CausalConv1d", "CausalConv2D")) \
         and any(c.__name__ in ("Conv1d", "Conv2d") for c in type(mod).__mro__)
+
 
 def _first_tensor(torch, args, kwargs=None):
     """The tensor a call is about: its first tensor argument, else ``hidden_states``, else any."""
