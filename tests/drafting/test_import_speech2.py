@@ -6,7 +6,9 @@ spectrogram ``input_features [b, frames, num_mel_bins]``, exact against PyTorch 
 The draft: drafting/probe_frames.py (``max_position_embeddings`` left at the config's value: it bounds the frames, it
 sizes no table), drafting/fast_conformer.py (the causal subsampling stem: ``conv2d``'s ``padding_end``; the causal
 convolution module with a LayerNorm, ``fc_conv_causal``), drafting/trace.py (a causal Conv subclass's kernel, stride
-and groups recorded).
+and groups recorded). Nemotron 3 Diarization's audio encoder (modeling_nemotron3_diarization.py
+``Nemotron3DiarizationAudioModel``): drafting/frame_stacking.py (``subsampling_factor`` frames stacked and projected),
+drafting/inputs_frames.py (its spectrogram, frames first), its pre-LayerNorm layers of the std blocks.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ transformers = pytest.importorskip("transformers")
 
 from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path)
 
-drafted = Drafts({"nemotron_asr_streaming_encoder": {"model_type": "nemotron_asr_streaming_encoder"}})
+drafted = Drafts({"nemotron_asr_streaming_encoder": {"model_type": "nemotron_asr_streaming_encoder"},
+                  "nemotron3_diarization_audio": {"model_type": "nemotron3_diarization_audio"}})
 
 #: NemotronAsrStreamingEncoderSubsamplingConv2D.forward: conv_in (a causal Conv2d(1, C, 3, 2), padded (k − 1,
 #: stride − 1) = (2, 1) on both axes by NemotronAsrStreamingEncoderCausalConv2D.forward), ReLU; then each
@@ -34,9 +37,50 @@ STEM = ("  dim s = floor((f2) / 2) + 1 \"frames after the stem's strided convolu
 CONV = "    x = x + fc_conv_causal(layernorm(x, name = norm_conv), 9, name = conv)\n"
 
 
+#: Nemotron3DiarizationFeatureStacking.forward: [b, T, mel] padded to a multiple of 8 frames, reshaped [b, ⌈T/8⌉,
+#: 8·mel], projection Linear(8·mel, h, bias=False); Nemotron3DiarizationAudioModel.forward: input_layer_norm, the
+#: layers (pre-LayerNorm, rotary attention with o_proj's bias, fc1/fc2 MLP), layer_norm
+STACKED = ('  dim s = floor((T + 7) / 8) "frames after stacking 8',
+           "  x = linear(features, h, bias = false, name = projection)\n  x = layernorm(x, name = input_layer_norm)\n")
+
+
 @pytest.fixture(scope="module")
 def encoder():
     return drafted("nemotron_asr_streaming_encoder")
+
+
+@pytest.fixture(scope="module")
+def diarization():
+    return drafted("nemotron3_diarization_audio")
+
+
+def test_stacked_frames_exact_at_both_probes(diarization):
+    assert STACKED[1] in diarization.text
+    assert_exact(diarization, STACKED[0])
+
+
+def test_stacked_frames_parameters_by_hand_at_the_default_config(diarization):
+    """``sum(p.numel())`` of Nemotron3DiarizationAudioModel at Nemotron3DiarizationAudioConfig's defaults
+    (configuration_nemotron3_diarization.py: h 512, 8 heads, kv = heads, i 2048, 31 layers, 128 Mel bins,
+    subsampling_factor 8), by hand from modeling_nemotron3_diarization.py's ``__init__``s."""
+    h, i, l, mel, f = 512, 2048, 31, 128, 8
+    front = f * mel * h + 2 * h                      # FeatureStacking.projection (no bias), input_layer_norm
+    attn = 3 * h * h + h * h + h                     # q, k, v (no bias), o_proj (bias)
+    mlp = h * i + i + i * h + h                      # fc1, fc2
+    total = front + l * (attn + mlp + 2 * 2 * h) + 2 * h    # layer_norm1, layer_norm2; the last layer_norm
+    assert diarization.config_params == [total, total]
+
+
+def test_stacked_frames_by_hand_at_the_first_probe(diarization):
+    """The frames the layers run at the first probe: ⌈T/8⌉ (FeatureStacking pads ``-T % 8`` rows), and the
+    projection's forward FLOPs 2·b·⌈T/8⌉·8·mel·h within FlopCounterMode's total."""
+    c = diarization.checks[0]
+    v = c.values
+    b, h, a, i, l, mel, frames = (v[n] for n in ("b", "h", "a", "i", "l", "mel", "T"))
+    s = (frames + (-frames % 8)) // 8
+    d = h // a
+    layer = 2 * b * s * h * (4 * h) + 2 * 2 * b * a * s * s * d + 2 * 2 * b * s * h * i
+    assert 2 * b * s * 8 * mel * h + l * layer == c.forward_flops_torch == c.forward_flops_draft
 
 
 def test_draft_exact_at_both_probes(encoder):
