@@ -24,6 +24,7 @@ from .probe import (EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, S
 from .probe import probe_primes     # k28vision13
 from .probe_video import TUBELET_LIST, vision_values     # k28vision13
 from .fsmt import KEEPS_PAD     # k28text2
+from .probe_frames import frames_values     # k28speech2
 from .model_build import AUTO_HINT, _build, _forward, _no_weights_built, auto_class  # noqa: F401 (importable here)
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
@@ -246,7 +247,8 @@ def _probed_runs(torch, cfg, config, class_name, model_name, present, period, de
 
     def runs(**variant):
         made = [Probe.make(present, i, period, derived, even_kv, stages=stages, **variant) for i in (0, 1)]
-        probes = fitted([vision_values(p, present, probe_primes(p.index)) for p in made], builds)   # k28vision13
+        probes = fitted([frames_values(vision_values(p, present, probe_primes(p.index)), present)   # k28vision13,
+                         for p in made], builds)                                                 # k28speech2
         made = {k: v[1:] for k, v in built.items() if v[0] is probes[0] or v[0] is probes[1]}
         return probes, [_draft_once(torch, cfg, config, class_name, p, model_name, made.get(id(p))) for p in probes]
 

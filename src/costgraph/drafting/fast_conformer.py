@@ -1,7 +1,10 @@
 """A FastConformer speech encoder drafted from its traced modules (issue 28 item 2, task k28speech13): Parakeet's
 (transformers 5.24 modeling_parakeet.py; Rekesh et al. 2023, "Fast Conformer", arXiv 2305.05084), and LASR's, its
 variant (modeling_lasr.py: a Linear and two Conv1d for a stem, rotary attention, weighted residual sums, a depthwise
-convolution of padding "same"; :func:`_conv1d_stem`, :func:`_sums`, the ``fc_conv_same`` block).
+convolution of padding "same"; :func:`_conv1d_stem`, :func:`_sums`, the ``fc_conv_same`` block), and Nemotron ASR
+Streaming's (modeling_nemotron_asr_streaming.py, task k28speech2: causal convolutions, padded ``(k − 1, stride − 1)`` in
+their forward, in its stem, ``conv2d``'s ``padding_end``, and in its convolution module, a LayerNorm in place of the
+BatchNorm; :func:`_causal_stem`, :func:`_causal_lines`, the ``fc_conv_causal`` block).
 
 - The stem, ``ParakeetEncoderSubsamplingConv2D.forward``: ``input_features [b, frames, mel]`` as a one-channel image
   ``unsqueeze(1)`` ``[b, 1, frames, mel]``; ``layers``: ``Conv2d(1, C, k, stride, padding=(k − 1)//2)``, ReLU, then
@@ -79,6 +82,16 @@ block fc_conv_same(x[B, S, H], kernel, bias = true) {
   param norm_weight[H]
   param norm_bias[H]
   return transpose(dense_conv1d(transpose(silu(y)), H, kernel = 1, bias = bias, name = pointwise_conv2))
+}""", "fc_conv_causal": """# Nemotron ASR Streaming's convolution module (transformers 5.24
+# modeling_nemotron_asr_streaming.py NemotronAsrStreamingEncoderConvolutionModule): fc_conv's, its depthwise Conv1d
+# causal (NemotronAsrStreamingEncoderCausalConv1d: F.pad(x, (k - 1, 0)) then no padding: S outputs of k weights a
+# channel, as conv1d's) and a LayerNorm (gamma, beta [H], as BatchNorm1d's) in place of the BatchNorm.
+block fc_conv_causal(x[B, S, H], kernel, bias = true) {
+  t = transpose(dense_conv1d(transpose(x), 2 * H, kernel = 1, bias = bias, name = pointwise_conv1))
+  y = conv1d(slice(t, H) * sigmoid(slice(t, H)), kernel, bias = bias, state = false, name = depthwise_conv)
+  param norm_weight[H]
+  param norm_bias[H]
+  return transpose(dense_conv1d(transpose(silu(y)), H, kernel = 1, bias = bias, name = pointwise_conv2))
 }"""}
 
 #: a FastConformer layer's modules, in its forward's order (ParakeetEncoderBlock)
@@ -130,10 +143,13 @@ def attention_call(m: Module, arg: str, sz) -> str | None:
 
 def conv_call(m: Module, arg: str, sz) -> str | None:
     """``fc_conv(arg, kernel, padding)`` of a ``ParakeetEncoderConvolutionModule`` (the block above; its depthwise
-    width the config's ``conv_kernel_size``, a number), else None."""
+    width the config's ``conv_kernel_size``, a number; LASR's ``fc_conv_same``, Nemotron ASR Streaming's causal one with
+    a LayerNorm ``fc_conv_causal``), else None."""
     parts = {c.name: c for c in m.children}
     need = ("pointwise_conv1", "depthwise_conv", "norm", "pointwise_conv2")
-    if m.params or any(n not in parts for n in need) or parts["norm"].cls != "BatchNorm1d" or _act(m) != "silu" \
+    causal = parts.get("depthwise_conv") is not None and parts["depthwise_conv"].cls.endswith("CausalConv1d")
+    if m.params or any(n not in parts for n in need) or _act(m) != "silu" \
+            or parts["norm"].cls != ("LayerNorm" if causal else "BatchNorm1d") \
             or set(parts["norm"].params) != {"weight", "bias"}:
         return None
     w1, dw, w2 = (parts[n].params.get("weight") for n in ("pointwise_conv1", "depthwise_conv", "pointwise_conv2"))
@@ -143,6 +159,9 @@ def conv_call(m: Module, arg: str, sz) -> str | None:
         return None
     pad = parts["depthwise_conv"].attrs.get("padding", 0)
     bias = "" if biased == {True} else ", bias = false"
+    if causal and pad == 0:     # Nemotron ASR Streaming's: padded (k - 1, 0) in its forward (the block above)
+        sz.blocks.add("fc_conv_causal")
+        return f"fc_conv_causal({arg}, {dw[2]}{bias}, name = {m.name})"
     if pad == "same":     # LASR's (PyTorch's "same": the output as long as the input; the block above)
         sz.blocks.add("fc_conv_same")
         return f"fc_conv_same({arg}, {dw[2]}{bias}, name = {m.name})"
@@ -213,15 +232,20 @@ def _stem(root: Module) -> Module | None:
     return None
 
 
-def _conv_line(m: Module, sz, names, arg: str) -> tuple[str, int, int, int] | None:
-    """(the ``conv2d`` call, kernel, stride, padding) of a stem Conv2d (square kernel and stride), else None."""
+def _conv_line(m: Module, sz, names, arg: str, causal: bool = False) -> tuple[str, int, int, int] | None:
+    """(the ``conv2d`` call, kernel, stride, padding) of a stem Conv2d (square kernel and stride), else None.
+    ``causal``: padded ``(k − 1, stride − 1)`` on each axis in its forward (``padding``, ``padding_end``; a module
+    padding 0)."""
     w = m.params.get("weight")
     k, stride, pad, groups = (m.attrs.get(a, d) for a, d in (("kernel_size", None), ("stride", 1), ("padding", 0),
                                                                ("groups", 1)))
     if w is None or len(w) != 4 or not all(isinstance(v, int) for v in (k, stride, pad, groups)) or w[2:] != (k, k):
         return None
     out = sz.size(w[0], "subsampling channels")
-    opts = [f"kernel = {k}"] + [f"{a} = {v}" for a, v, d in (("stride", stride, 1), ("padding", pad, 0)) if v != d]
+    if causal and pad != 0:
+        return None
+    pads = (("padding", k - 1, 0), ("padding_end", stride - 1, 0)) if causal else (("padding", pad, 0),)
+    opts = [f"kernel = {k}"] + [f"{a} = {v}" for a, v, d in (("stride", stride, 1), *pads) if v != d]
     if groups != 1:
         opts.append(f"groups = {sz.size(groups, 'subsampling channels')}")
     bias = "" if "bias" in m.params else ", bias = false"
@@ -262,25 +286,59 @@ def _conv1d_stem(root: Module, sz, names) -> tuple[list[str], list[str], list[Mo
     return dims, lines, [m for m in stem.walk() if not m.children]
 
 
-def front(root: Module, pre: list[Module], sz, names) -> tuple[list[str], list[str], list[Module]] | None:
-    """(input declarations, statements, modules drafted) of a FastConformer's stem, scale and relative positions
-    (LASR's stem alone: :func:`_conv1d_stem`), or None where ``root`` has neither stem or the probe no Mel bins and
-    stem channels (``mel``, ``C_s``). Sets ``sz.seq`` (``s``, the frames
-    the layers run), ``sz.front_dims`` (the input frames ``T`` and the frames after each strided convolution) and
-    ``sz.front_config``. ``names``: the node names (:class:`costgraph.drafting.model_file._Names`)."""
-    stem, values = _stem(root), sz.probe.symbol_values()
-    if "mel" not in values or "C_s" not in values:
-        return None
-    lasr = _conv1d_stem(root, sz, names) if stem is None else None
-    if lasr is not None:      # LASR's: a Linear over the bins, two Conv1d over the frames; rotary positions (no pe)
-        sz.size(values["mel"], "Mel bins")
-        sz.seq, sz.front_config = "s", [f"T = {FRAMES}"]
-        sz.front_dims = ['  dim T   "spectrogram frames per clip (input_features [b, T, mel])"', *lasr[0]]
-        return ["input features[b, T, mel]   # input_features"], lasr[1], lasr[2]
-    if stem is None or stem.child("layers").children[0].params.get("weight", (0, 0))[1] != 1:
-        return None
-    lines, dims, frames = [], [], "T"
-    convs = [c for c in stem.child("layers").children if c.cls == "Conv2d"]
+def _causal_stem(root: Module) -> Module | None:
+    """Nemotron ASR Streaming's subsampling (transformers 5.24 modeling_nemotron_asr_streaming.py
+    ``NemotronAsrStreamingEncoderSubsamplingConv2D``): a module holding ``conv_in`` (a causal Conv2d), ``layers``
+    (modules of a causal depthwise ``depthwise_conv`` and a ``pointwise_conv``) and ``linear``, else None."""
+    for m in root.walk():
+        conv_in, layers, linear = m.child("conv_in"), m.child("layers"), m.child("linear")
+        if conv_in is not None and layers is not None and linear is not None \
+                and conv_in.cls.endswith("CausalConv2D") and not conv_in.children \
+                and all(c.child("depthwise_conv") is not None and c.child("pointwise_conv") is not None
+                        and c.child("depthwise_conv").cls.endswith("CausalConv2D") for c in layers.children):
+            return m
+    return None
+
+
+def _causal_lines(stem: Module, sz, names) -> tuple[list[str], list[tuple]] | None:
+    """(statements, (kernel, stride, padding, padding end) of each strided convolution) of a causal stem
+    (:func:`_causal_stem`): ``relu(conv_in(features))``, then ``relu(pointwise_conv(depthwise_conv(x)))`` a layer
+    (``NemotronAsrStreamingEncoderSubsamplingConv2D.forward``; each causal Conv2d padded ``(k − 1, stride − 1)`` on
+    both axes, ``NemotronAsrStreamingEncoderCausalConv2D.forward``: ``conv2d``'s ``padding_end``), else None."""
+    lines, strided = [], []
+    convs = [stem.child("conv_in")] + [c for layer in stem.child("layers").children
+                                       for c in (layer.child("depthwise_conv"), layer.child("pointwise_conv"))]
+    for m in convs:
+        causal = m.cls.endswith("CausalConv2D")
+        conv = _conv_line(m, sz, names, "features" if not lines else "x", causal)
+        if conv is None:
+            return None
+        call, k, stride, _ = conv
+        if causal:
+            strided.append((k, stride, k - 1, stride - 1))
+        lines.append(f"x = {call}" if causal and m is not convs[0] else f"x = relu({call})")
+    return lines, strided
+
+
+def _frames(strided: list[tuple]) -> list[str] | None:
+    """The ``dim`` lines of the frames after each strided convolution ((kernel, stride, padding, padding end) each;
+    the last ``s``), else None where none is strided."""
+    dims, frames = [], "T"
+    for j, (k, stride, pad, end) in enumerate(strided):
+        f = "s" if j == len(strided) - 1 else f"f{j + 1}"
+        span = pad + end - k
+        span = f"{frames} + {span}" if span > 0 else f"{frames} - {-span}" if span < 0 else frames
+        rule = "2 padding" if pad == end else "padding + padding_end"
+        dims.append(f'  dim {f} = floor(({span}) / {stride}) + 1 "frames after the stem\'s strided convolution '
+                    f'{j + 1} (PyTorch Conv2d: floor((n + {rule} - k) / stride) + 1)"')
+        frames = f
+    return dims or None
+
+
+def _conv2d_lines(stem: Module, sz, names) -> tuple[list[str], list[tuple]] | None:
+    """(statements, (kernel, stride, padding, padding) of each strided convolution) of Parakeet's stem
+    (:func:`_stem`), else None."""
+    lines, strided = [], []
     for m in stem.child("layers").children:
         if m.cls == "ReLU":
             lines.append("x = relu(x)")
@@ -290,21 +348,40 @@ def front(root: Module, pre: list[Module], sz, names) -> tuple[list[str], list[s
             return None
         call, k, stride, pad = conv
         lines.append(f"x = {call}")
-        if (k, stride, pad) != (1, 1, 0):      # the frames change: named (the last strided one, s)
-            later = any((c.attrs.get("kernel_size"), c.attrs.get("stride")) != (1, 1)
-                        for c in convs[convs.index(m) + 1:])
-            f = f"f{len(dims) + 1}" if later else "s"
-            span = f"{frames} + {2 * pad - k}" if 2 * pad - k > 0 else f"{frames} - {k - 2 * pad}"
-            dims.append(f'  dim {f} = floor(({span}) / {stride}) + 1 "frames after the stem\'s strided convolution '
-                        f'{len(dims) + 1} (PyTorch Conv2d: floor((n + 2 padding - k) / stride) + 1)"')
-            frames = f
-    if frames != "s":
+        if (k, stride, pad) != (1, 1, 0):      # the frames change: named (the last, s: :func:`_frames`)
+            strided.append((k, stride, pad, pad))
+    return lines, strided
+
+
+def front(root: Module, pre: list[Module], sz, names) -> tuple[list[str], list[str], list[Module]] | None:
+    """(input declarations, statements, modules drafted) of a FastConformer's stem (Parakeet's: :func:`_stem`;
+    Nemotron ASR Streaming's causal one: :func:`_causal_stem`), scale and relative positions (LASR's stem alone:
+    :func:`_conv1d_stem`), or None where ``root`` has no stem or the probe no Mel bins and stem channels (``mel``,
+    ``C_s``). Sets ``sz.seq`` (``s``, the frames the layers run), ``sz.front_dims`` (the input frames ``T`` and the
+    frames after each strided convolution) and ``sz.front_config``. ``names``: the node names
+    (:class:`costgraph.drafting.model_file._Names`)."""
+    stem, values = _stem(root), sz.probe.symbol_values()
+    if "mel" not in values or "C_s" not in values:
         return None
+    causal = _causal_stem(root) if stem is None else None
+    lasr = _conv1d_stem(root, sz, names) if stem is None and causal is None else None
+    if lasr is not None:      # LASR's: a Linear over the bins, two Conv1d over the frames; rotary positions (no pe)
+        sz.size(values["mel"], "Mel bins")
+        sz.seq, sz.front_config = "s", [f"T = {FRAMES}"]
+        sz.front_dims = ['  dim T   "spectrogram frames per clip (input_features [b, T, mel])"', *lasr[0]]
+        return ["input features[b, T, mel]   # input_features"], lasr[1], lasr[2]
+    stem = stem or causal
+    first = stem.child("conv_in") if causal is not None else stem.child("layers").children[0] if stem else None
+    if first is None or first.params.get("weight", (0, 0))[1] != 1:
+        return None
+    made = _causal_lines(stem, sz, names) if causal is not None else _conv2d_lines(stem, sz, names)
     lin = _linear(stem.child("linear"))
-    if lin is None:
+    dims = _frames(made[1]) if made is not None else None
+    if dims is None or lin is None:
         return None
-    lines += ["x = merge_heads(x)   # [b, s, C_s * mel bins left]: transpose(1, 2).reshape(b, s, -1) (a copy)",
-              f"x = linear(x, {sz.size(lin[1], 'hidden size')}, bias = {_yes(lin[2])}, name = {names(stem.child('linear'))})"]
+    lines = made[0] + [
+        "x = merge_heads(x)   # [b, s, C_s * mel bins left]: transpose(1, 2).reshape(b, s, -1) (a copy)",
+        f"x = linear(x, {sz.size(lin[1], 'hidden size')}, bias = {_yes(lin[2])}, name = {names(stem.child('linear'))})"]
     scale = next((m.attrs["input_scale"] for m in root.walk() if "input_scale" in m.attrs), None)   # the encoder's
     if isinstance(scale, float) and scale != 1.0:
         lines.append("x = scale(x)   # x input_scale, sqrt(h) (scale_input)")

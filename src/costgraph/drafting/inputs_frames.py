@@ -21,6 +21,10 @@ import inspect
 #: the config field that marks a FastConformer's Conv2d subsampling stem (configuration_parakeet.py
 #: ``ParakeetEncoderConfig.subsampling_conv_channels``)
 STEM = "subsampling_conv_channels"
+#: the class-name ending of a module that stacks ``subsampling_factor`` frames and projects them (transformers 5.24
+#: modeling_nemotron3_diarization.py ``Nemotron3DiarizationFeatureStacking``: ``input_features [b, T, mel]`` padded to
+#: a multiple of the factor, reshaped ``[b, T/factor, factor·mel]``, a Linear without bias)
+STACKING = "FeatureStacking"
 #: the config field of Wav2Vec2-BERT's input width (configuration_wav2vec2_bert.py ``feature_projection_input_dim``:
 #: two 80-bin frames stacked, 160; modeling_wav2vec2_bert.py ``Wav2Vec2BertModel.forward(input_features [b, s, 160])``)
 STACKED = "feature_projection_input_dim"
@@ -36,6 +40,9 @@ def frames_inputs(torch, model, b: int, s: int) -> dict | None:
     stacked = getattr(cfg, STACKED, None)
     if isinstance(stacked, int) and not isinstance(stacked, bool) and not isinstance(mel, int):
         mel, stem = stacked, stacked      # Wav2Vec2-BERT's stacked frames: [b, s, feature_projection_input_dim]
+    if isinstance(mel, int) and not isinstance(stem, int) and any(      # k28speech2: frames stacked, no Conv2d stem
+            type(m).__name__.endswith(STACKING) for m in model.modules()):
+        stem = mel
     if "input_ids" in params or "input_features" not in params \
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in (mel, stem)):
         return None

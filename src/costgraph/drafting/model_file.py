@@ -32,6 +32,7 @@ from .mel_front import mel_front, pool_line
 from .audio import audio_front, is_conv_stack
 from .bert_conformer import stacked_front
 from .fast_conformer import ctc_head_line, front as fast_conformer_front
+from .frame_stacking import stacking_front     # k28speech2
 from .spectrogram import spectrogram_embeddings
 from .conv_stages import IMAGE_SIDE, stage_body
 from .patch_tower import patch_tower_body
@@ -182,6 +183,7 @@ def _front_end(root: Module, pre: list[Module], sz: Sizer, names: _Names, emb: d
         if vision is not None:      # the image's patches, the tokens in front, the positions
             return vision[0], vision[1], [m for m in pre if id(m) not in vision[2]], True
     mel = fast_conformer_front(root, pre, sz, names) or stacked_front(root, pre, sz) \
+        or stacking_front(root, sz, names) \
         or mel_front(root, pre, sz, names)     # FastConformer's stem, Wav2Vec2-BERT's stacked frames, Whisper's
     if mel is not None:       # the Conv1d stem over the spectrogram, the positions
         return mel[0], mel[1], [m for m in pre if all(m is not d for d in mel[2])], False

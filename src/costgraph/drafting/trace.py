@@ -31,6 +31,13 @@ FLATTENED = "flattened_patches"
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
 
+def _causal_conv(mod) -> bool:
+    """Whether ``mod`` is a causal subclass of ``nn.Conv1d``/``nn.Conv2d`` padding in its own forward (k28speech2:
+    transformers 5.24 modeling_nemotron_asr_streaming.py ``NemotronAsrStreamingEncoderCausalConv1d``/``…Conv2D``)."""
+    return type(mod).__name__.endswith(("CausalConv1d", "CausalConv2D")) \
+        and any(c.__name__ in ("Conv1d", "Conv2d") for c in type(mod).__mro__)
+
+
 def _first_tensor(torch, args, kwargs=None):
     """The tensor a call is about: its first tensor argument, else ``hidden_states``, else any."""
     for a in args:
@@ -111,9 +118,9 @@ def _attrs(mod) -> dict:
         v = getattr(mod, a, None)                                              # square (k, k) tuples read as k
         if isinstance(v, tuple) and len(v) in (1, 2) and isinstance(v[0], int) and len(set(v)) == 1:
             v = v[0]
-        if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "ParametrizedConv", "MaxPool", "AvgPool",
-                                                                  "AdaptiveAvgPool")):   # weight-normed convs too
-            out[a] = v
+        if isinstance(v, int) and (type(mod).__name__.startswith(("Conv", "ParametrizedConv", "MaxPool", "AvgPool",
+                                                                   "AdaptiveAvgPool")) or _causal_conv(mod)):
+            out[a] = v                                                         # weight-normed convs too
     if getattr(mod, "padding", None) == "same" and type(mod).__name__ == "Conv1d":    # k28speech13: LASR's depthwise
         out["padding"] = "same"       # convolution (modeling_lasr.py LasrEncoderConvolutionModule: padding="same")
     for a in ("feed_forward_residual_weights", "conv_residual_weights"):    # k28speech13: LASR's block scales

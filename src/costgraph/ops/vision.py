@@ -40,16 +40,19 @@ from .elementwise import PER_ELEMENT
 from .registry import op
 
 
-def _out_size(c, n, k, stride, pad):
-    """One spatial axis after a convolution (or pooling) of kernel ``k``."""
+def _out_size(c, n, k, stride, pad, pad_end=None):
+    """One spatial axis after a convolution (or pooling) of kernel ``k``: ``pad`` zeros before the axis and
+    ``pad_end`` after it (``pad`` where None: PyTorch's symmetric ``padding``)."""
     n, k, stride, pad = (as_dim(v) for v in (n, k, stride, pad))
+    pad_end = pad if pad_end is None else as_dim(pad_end)
     if stride.is_number and not (stride.is_integer and stride >= 1):
         c.fail(f"{c.kind}: stride {stride} must be a whole number ≥ 1")
-    if pad.is_number and pad < 0:
-        c.fail(f"{c.kind}: padding {pad} is negative")
-    span = n + 2 * pad - k
+    for what, v in (("padding", pad), ("padding_end", pad_end)):
+        if v.is_number and v < 0:
+            c.fail(f"{c.kind}: {what} {v} is negative")
+    span = n + pad + pad_end - k
     if span.is_number and span < 0:
-        c.fail(f"{c.kind}: kernel {k} is larger than the padded input {n + 2 * pad}",
+        c.fail(f"{c.kind}: kernel {k} is larger than the padded input {n + pad + pad_end}",
                hint="a smaller kernel, or more padding")
     if stride == 1:     # a whole side: no floor to take (ConvNeXt's depthwise 7×7 keeps a symbolic side as it is)
         return span + 1
@@ -66,8 +69,8 @@ def _conv(c, rank: int, kernels: tuple, strides: tuple):
         axes = ", ".join(["B", "C"] + [f"n{i + 1}" for i in range(rank)])
         c.fail(f"{c.kind} needs [{axes}] (channels first, as PyTorch), got {x.shape_str()}")
     batch, cin, *spatial = x.shape
-    pad = as_dim(c["padding"])
-    outs = [_out_size(c, n, k, s, pad) for n, k, s in zip(spatial, kernels, strides)]
+    pad, pad_end = as_dim(c["padding"]), c.args.get("padding_end")
+    outs = [_out_size(c, n, k, s, pad, pad_end) for n, k, s in zip(spatial, kernels, strides)]
     per_group = cin / as_dim(groups)
     if per_group.is_number and not per_group.is_integer:
         c.fail(f"{c.kind}: {cin} input channels do not split into {groups} groups")
@@ -88,12 +91,16 @@ def _conv(c, rank: int, kernels: tuple, strides: tuple):
 
 
 @op("conv2d", "2-D convolution (PyTorch Conv2d): x [B, C_in, H, W] → [B, out, H', W'], a k×k kernel, "
-    "stride, zero padding; a ViT patch embedding is kernel = stride = p",
+    "stride, zero padding (padding_end: the zeros after each axis, where they differ from those before); "
+    "a ViT patch embedding is kernel = stride = p",
     x="tensor", out="dim", kernel="dim", stride=("dim", 1), padding=("dim", 0), bias=("bool", True),
-    groups=("dim", 1), layout="whole")
+    groups=("dim", 1), padding_end=("dim", None), layout="whole")
 def conv2d(c):
     """``nn.Conv2d(C_in, out, kernel, stride, padding, groups=groups, bias=bias)``
-    with a square kernel. See the module's notes for FLOPs and what is kept."""
+    with a square kernel. See the module's notes for FLOPs and what is kept. ``padding_end``: ``F.pad(x, (padding,
+    padding_end, padding, padding_end))`` before a Conv2d of no padding (a causal convolution's: transformers 5.24
+    modeling_nemotron_asr_streaming.py ``NemotronAsrStreamingEncoderCausalConv2D.forward``, ``(k − 1, stride − 1)``
+    on each axis): each side ``⌊(n + padding + padding_end − k)/stride⌋ + 1``; the pad's copy is not counted."""
     k, s = c["kernel"], c["stride"]
     return _conv(c, 2, (k, k), (s, s))
 
