@@ -2,7 +2,8 @@
 InternVL's and Qianfan-OCR's towers, whose configs hold ``image_size`` and ``patch_size`` as ``[side, side]`` lists
 (transformers 5.24 configuration_internvl.py ``InternVLVisionConfig``: ``image_size=[448, 448]``, ``patch_size=[14,
 14]``), probed as ``[image, image]`` and ``[p, p]`` (drafting/probe_lists.py) and traced on an image ``[b, c, image,
-image]``; drafted exact against PyTorch at both probes (tests/draft_checks.py ``assert_exact``).
+image]``; VideoLLaMA3's tower on flattened patches, ``grid_thw`` and ``merge_sizes`` (drafting/inputs_merge_sizes.py);
+drafted exact against PyTorch at both probes (tests/draft_checks.py ``assert_exact``).
 
 transformers 5.24 modeling_internvl.py: ``InternVLVisionEmbeddings`` (``patch_embeddings.projection``, a Conv2d of
 kernel = stride = p with a bias; ``cls_token`` [1, 1, h]; ``position_embeddings`` [1, n + 1, h]),
@@ -27,7 +28,7 @@ from costgraph.drafting.probe import Probe  # noqa: E402
 
 #: the towers claimed exact (bench/bench_import_reach.py --mapping base --kinds vision prints EXACT for each):
 #: model_type → its default config (drafted by model_type: AutoModel's class)
-TYPES = ("internvl_vision", "qianfan_ocr_vision")
+TYPES = ("internvl_vision", "qianfan_ocr_vision", "video_llama_3_vision")
 drafted = Drafts({t: t for t in TYPES})
 
 LAYER = ("    x = x + gqa_attention(layernorm(x, name = layernorm_before), a, a, h / a, out_bias = true, "
@@ -36,6 +37,10 @@ LAYER = ("    x = x + gqa_attention(layernorm(x, name = layernorm_before), a, a,
 EXPECTED = {
     "internvl_vision": LAYER,
     "qianfan_ocr_vision": "  input pixels[b, c, image, image]",
+    # modeling_video_llama_3.py VideoLlama3VisionModel.forward(pixel_values, grid_thw, merge_sizes): flattened
+    # patches [n, c·p·p] (drafting/inputs_merge_sizes.py: m = 2, m²·s patches an image), the Conv2d patch embedding
+    # as a linear map, post_layernorm; pixel_unshuffle's bilinear interpolate adds no matrix product
+    "video_llama_3_vision": "  input patches[b, 4 * s, c * p * p]",
 }
 
 

@@ -80,6 +80,7 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
     from .inputs_conv import conv_pixels
     from .inputs_patches import patch_inputs
     from .probe_lists import pixels_of
+    from .inputs_merge_sizes import merge_size_inputs
     from .inputs_dual import dual_inputs
     from .inputs_seq2seq import seq2seq_inputs
     from .inputs_video import video_pixels
@@ -123,6 +124,8 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
         inputs = text
     elif (patches := patch_inputs(torch, model, params, b, s)) is not None:   # a VLM's tower: flattened patches
         inputs = patches
+    elif (merged := merge_size_inputs(torch, model, params, b, s)) is not None:   # VideoLLaMA3's tower (k28patch2)
+        inputs = merged
     else:
         inputs = seq2seq_inputs(torch, model, b, s, t) or {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:
