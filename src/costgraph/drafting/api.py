@@ -25,6 +25,7 @@ from .probe import probe_primes     # k28vision13
 from .probe_video import TUBELET_LIST, vision_values     # k28vision13
 from .fsmt import KEEPS_PAD     # k28text2
 from .probe_frames import frames_values     # k28speech2
+from .probe_lists import SQUARE_LISTS, list_values, square_lists     # k28patch2
 from .model_build import AUTO_HINT, _build, _forward, _no_weights_built, auto_class  # noqa: F401 (importable here)
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
@@ -247,8 +248,9 @@ def _probed_runs(torch, cfg, config, class_name, model_name, present, period, de
 
     def runs(**variant):
         made = [Probe.make(present, i, period, derived, even_kv, stages=stages, **variant) for i in (0, 1)]
-        probes = fitted([frames_values(vision_values(p, present, probe_primes(p.index)), present)   # k28vision13,
-                         for p in made], builds)                                                 # k28speech2
+        probes = fitted([list_values(frames_values(vision_values(p, present, probe_primes(p.index)), present),
+                                     present, probe_primes(p.index))   # k28vision13, k28speech2, k28patch2
+                         for p in made], builds)
         made = {k: v[1:] for k, v in built.items() if v[0] is probes[0] or v[0] is probes[1]}
         return probes, [_draft_once(torch, cfg, config, class_name, p, model_name, made.get(id(p))) for p in probes]
 
@@ -355,6 +357,8 @@ def _present(transformers, cfg: dict, class_name: str | None, nested, target) ->
         present.remove("num_hidden_layers")
     if isinstance(_field(target, "tubelet_size"), (list, tuple)) and len(_field(target, "tubelet_size")) == 3:
         present.append(TUBELET_LIST)     # ViViT's [frames, height, width] tubelet (k28vision13)
+    if square_lists(target):
+        present.append(SQUARE_LISTS)     # InternVL's [448, 448] image, [14, 14] patches (k28patch2)
     unset = unset_counts(target, present)
     present += unset
     return present, unset

@@ -12,7 +12,8 @@ from __future__ import annotations
 from .facts import Module
 
 Q, K, V, O = ("q_proj", "query", "q", "wq", "q_lin", "Wq"), ("k_proj", "key", "k", "wk", "k_lin", "Wk"), \
-    ("v_proj", "value", "v", "wv", "v_lin", "Wv"), ("o_proj", "dense", "out_proj", "o", "wo", "c_proj", "out_lin", "Wo")
+    ("v_proj", "value", "v", "wv", "v_lin", "Wv"), ("o_proj", "dense", "out_proj", "o", "wo", "c_proj", "out_lin", "Wo",
+                                     "projection_layer")     # k28patch2: InternVL's vision attention (modeling_internvl.py)
 FUSED_QKV = ("c_attn", "qkv_proj", "query_key_value", "Wqkv", "qkv")
 GATED = (("gate_proj", "up_proj", "down_proj"), ("w1", "w3", "w2"))
 #: two-matrix MLPs' (first, second); ("0", "2"): CTRL's Sequential(Linear, ReLU, Linear)
@@ -126,7 +127,8 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         opts.append("k_bias = false")
     if o[2]:
         opts.append("out_bias = true")
-    norms = [c for c in m.children if c.name in QK_NORMS]
+    # an nn.Identity in a QK-norm's place is no norm (InternVL's vision attention without use_qk_norm: k28patch2)
+    norms = [c for c in m.children if c.name in QK_NORMS and c.cls != "Identity"]
     whole = len(norms) == 2 and all("rms" in c.cls.lower() for c in norms) and \
         sorted(c.params.get("weight", (0,))[0] for c in norms) == sorted((q[1], k[1]))
     if whole and not q[2] and not o[2] and rotary:     # OLMo 2's QK-norm over the whole projection

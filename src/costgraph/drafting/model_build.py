@@ -79,6 +79,8 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
     from .inputs_audio import audio_inputs
     from .inputs_conv import conv_pixels
     from .inputs_patches import patch_inputs
+    from .probe_lists import pixels_of
+    from .inputs_merge_sizes import merge_size_inputs
     from .inputs_dual import dual_inputs
     from .inputs_seq2seq import seq2seq_inputs
     from .inputs_video import video_pixels
@@ -114,12 +116,16 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
                                               dtype=torch.bfloat16, device="meta")}
     elif (raw := audio_inputs(torch, model, params, b, s)) is not None:   # raw audio [b, samples] (wav2vec2): s samples
         inputs = raw
+    elif (listed := pixels_of(torch, model, params, b)) is not None:    # InternVL's list sizes (k28patch2)
+        inputs = listed
     elif (pixels := conv_pixels(torch, model, b, s)) is not None:    # a convolutional backbone of no image_size
         inputs = {"pixel_values": pixels}
     elif (text := text_inputs(torch, model, b, s, t)) is not None:    # FSMT: the decoder's mask given (k28text13)
         inputs = text
     elif (patches := patch_inputs(torch, model, params, b, s)) is not None:   # a VLM's tower: flattened patches
         inputs = patches
+    elif (merged := merge_size_inputs(torch, model, params, b, s)) is not None:   # VideoLLaMA3's tower (k28patch2)
+        inputs = merged
     else:
         inputs = seq2seq_inputs(torch, model, b, s, t) or {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:

@@ -41,9 +41,13 @@ def _conv3d(root: Module) -> Module | None:
 
 
 def _patch_linear(root: Module) -> Module | None:
-    """Cosmos3-Edge's ``embeddings.patch_embedding``: a Linear of the flattened patches (c·p·p → h)."""
+    """Cosmos3-Edge's ``embeddings.patch_embedding``: a Linear of the flattened patches (c·p·p → h); or VideoLLaMA3's
+    (transformers 5.24 modeling_video_llama_3.py ``VideoLlama3VisionEmbeddings``: a Conv2d of kernel = stride = p
+    over each patch viewed as ``[c, p, p]``, weight ``[h, c, p, p]``: a linear map of its c·p·p values; k28patch2)."""
     embed = root.child("embeddings")
     lin = embed.child("patch_embedding") if embed is not None else None
+    if lin is not None and lin.cls == "Conv2d" and len(lin.params.get("weight", ())) == 4:
+        return lin
     return lin if lin is not None and _linear(lin) is not None else None
 
 
@@ -94,7 +98,7 @@ def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | N
         lines += [line] if line else []
     rotary = any("rotary" in m.cls.lower() for m in root.walk())
     body = _block_lines(layers.children[0], sz, rotary) or (layer_lines(layers.children[0], sz, rotary)
-                                                             if conv.cls == "Linear" else None)
+                                                             if conv.name == "patch_embedding" else None)
     if body is not None and unit:
         body = _windowed(body, fulls)
     if body is None:
