@@ -203,14 +203,31 @@ def warmup_chunks(layout) -> Expr:
 
 
 def check_overlap(layout) -> None:
-    """Refuse what Megatron's EP overlap refuses (``transformer_config.py``):
-    ``p > 1`` outside the interleaved schedule, full recomputation.
+    """Refuse an EP overlap where its schedule cannot run it. ``megatron``: what Megatron's EP overlap
+    refuses (``transformer_config.py``): ``p > 1`` outside the interleaved schedule, full recomputation.
+    ``dualpipe``: DualPipe's overlap pairs the forward chunk of one micro-batch with the backward
+    chunk of another on the two pipeline directions (deepseek-ai/DualPipe @ bb214e82 ``dualpipe/dualpipe.py``:
+    ``DualPipe.step``'s main step ``nF0B1F1B0`` calls ``_forward_backward_compute_chunk``, which runs
+    the modules' ``overlapped_forward_backward``; ``step`` asserts ``num_ranks % 2 == 0``; DeepSeek-V3
+    report §3.2.1), so it needs ``--schedule dualpipe``, whose ``p > 1`` (a symbolic ``p`` is let
+    through; its value is checked when given).
 
     Raises
     ------
     CostgraphValueError
-        Either, with ``ep_overlap = "megatron"``.
+        ``megatron`` as above; ``dualpipe`` with another schedule or ``p = 1``; each naming ``--ep-overlap``.
     """
+    if layout.ep_overlap == "dualpipe":
+        if layout.schedule != "dualpipe":
+            raise CostgraphValueError(f"--ep-overlap dualpipe needs --schedule dualpipe, not {layout.schedule} "
+                                      "(DualPipe overlaps a forward and a backward chunk only inside its own "
+                                      "schedule)", hint="--schedule dualpipe --pp P (P > 1), or --ep-overlap "
+                                      "megatron / none")
+        if as_expr(layout.p) == 1:
+            raise CostgraphValueError("--ep-overlap dualpipe needs pipeline parallelism (--pp > 1): DualPipe "
+                                      "pairs chunks of the two pipeline directions",
+                                      hint="--pp 2 or more with --schedule dualpipe, or --ep-overlap megatron / none")
+        return
     if layout.ep_overlap != "megatron":
         return
     if as_expr(layout.p) != 1 and layout.schedule != "interleaved":
