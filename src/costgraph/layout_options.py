@@ -101,7 +101,9 @@ class LayoutOptions:
     ep_overlap: str = option("--ep-overlap", choices=choices.EP_OVERLAP, domain=Domain(
         "variant", "ep_overlaps", "the default (none) only; --exhaustive searches them",
         {"group": "experts", "requires": {"megatron": {"recompute": ("none", "selective"),
-                                                       "schedule": ("interleaved",)}}}))
+                                                       "schedule": ("interleaved",)},
+                                          # DualPipe's overlap runs only inside its schedule, p > 1 (ep_time.check_overlap)
+                                          "dualpipe": {"schedule": ("dualpipe",), "pipelined": (True,)}}}))
     # no search domain (as link_rate): the software the cluster runs, which plan passes to every row
     # (PlanOptions.ep_dispatcher, plan's JSON ep_dispatcher), never searched
     ep_dispatcher: str = option("--ep-dispatcher", "the kernels of the EP token dispatch and combine "

@@ -290,8 +290,8 @@ def test_ep_overlap_exposure_exact():
     # dispatch 3 s and combine 3 s forward, 4 s of their gradients backward; compute 1 s forward, 3 s backward
     a2a = (3, 3, 4)
     assert ep_exposed(*a2a, 1, 3, Layout(p=4, m=8, d=1).filled()) == 10                    # none
-    assert ep_exposed(*a2a, 1, 3, Layout(p=4, m=8, d=1, ep_overlap="dualpipe").filled()) == 6
-    assert ep_exposed(*a2a, 8, 12, Layout(ep_overlap="dualpipe", d=1).filled()) == 0
+    assert ep_exposed(*a2a, 1, 3, Layout(p=4, m=8, d=1, schedule="dualpipe", ep_overlap="dualpipe").filled()) == 6
+    assert ep_exposed(*a2a, 8, 12, Layout(p=2, schedule="dualpipe", ep_overlap="dualpipe", d=1).filled()) == 0
     # Megatron, no pipeline: one warm-up forward alone, then 7 of 8 paired node by node, all of the compute on
     # the attention side (pre_dispatch): 10/8 + 7/8 · (max(0, 2 − 1) + max(0, 5 − 0) + max(0, 3 − 3))
     # (tests/training/test_ep_overlap_megatron.py: the schedule simulated chunk by chunk)
@@ -331,13 +331,17 @@ def test_deepseek_v3_gb200_ep_64_on_nvlink_and_overlapped(ds):
     L72 = Layout(p=4, e=64, gpus=256, m=16, attention="eager", domain_ranks=72)
     assert comm_time(communication(ds.graph, L72), gb, L72)["ep"].xreplace(vals) == \
         calls * sympy.Rational(14000, 10**9) + sympy.Rational(429_127_630_848, 48_000_000_000)
-    st = step_time(ds.graph, Layout(p=4, e=64, gpus=256, m=16, attention="eager", ep_overlap="dualpipe"), gb)
+    # (DualPipe's overlap only under its schedule: ep_time.check_overlap)
+    st = step_time(ds.graph, Layout(p=4, e=64, gpus=256, m=16, attention="eager", schedule="dualpipe",
+                                    ep_overlap="dualpipe"), gb)
     assert st["by_kind"]["ep"].xreplace(vals) == ep
-    # DualPipe: the all-to-all exposed beyond the stage's compute only (ep_time.ep_exposed); 1F1B's PP sends and
-    # the tied table's all-reduce exposed whole (costgraph.training.overlap)
+    # DualPipe: the all-to-all exposed beyond the stage's compute only (ep_time.ep_exposed); its PP sends hidden
+    # beside the step's compute as well (rule dualpipe), the tied table's all-reduce exposed whole
+    # (costgraph.training.overlap)
     exposed = st["overlap"].exposed()
     assert exposed["ep"].xreplace(vals) == max(0, ep - st["compute"].xreplace(vals))
-    assert all(exposed[k] == st["by_kind"][k] for k in ("pp", "tied_embedding") if k in exposed)
+    assert st["overlap"].kinds["pp"].rule == "dualpipe"
+    assert all(exposed[k] == st["by_kind"][k] for k in ("tied_embedding",) if k in exposed)
     assert st["communication_exposed"] == sum(exposed.values())
 
 

@@ -91,8 +91,9 @@ def test_hand_example_no_pipeline():
 def test_none_and_dualpipe_and_refusals():
     assert ep_exposed(4, 4, 8, 8, 16, Layout(m=4, d=1).filled()) == 16
     # DualPipe (DeepSeek-V3 report §3.2.1): the stage's all-to-all beyond its whole compute
-    assert ep_exposed(4, 4, 8, 2, 4, Layout(m=4, d=1, ep_overlap="dualpipe").filled()) == 10
-    assert ep_exposed(4, 4, 8, 8, 16, Layout(m=4, d=1, ep_overlap="dualpipe").filled()) == 0
+    dual = Layout(p=2, m=4, d=1, schedule="dualpipe", ep_overlap="dualpipe").filled()   # DualPipe's least: p 2, m 2p
+    assert ep_exposed(4, 4, 8, 2, 4, dual) == 10
+    assert ep_exposed(4, 4, 8, 8, 16, dual) == 0
     with pytest.raises(CostgraphValueError, match="interleaved"):
         ep_exposed(4, 4, 8, 8, 16, Layout(p=4, m=8, d=1, ep_overlap="megatron").filled())
     with pytest.raises(CostgraphValueError, match="recomputation"):

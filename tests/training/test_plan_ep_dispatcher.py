@@ -58,22 +58,24 @@ def test_the_default_is_alltoall_and_left_out_of_the_check_command():
 DENSE = ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm"]
 
 
-@pytest.mark.parametrize("flags, warned", [
-    (["--ep-overlap", "megatron"], "--ep-overlap megatron"),
-    (["--ep-dispatcher", "deepep"], "--ep-dispatcher deepep"),
-    (["--route-nodes", "2"], "--route-nodes 2"),
-    (["--ep-overlap", "dualpipe", "--ep-dispatcher", "deepep"], "--ep-overlap dualpipe, --ep-dispatcher deepep"),
+@pytest.mark.parametrize("base, flags, warned", [
+    ([], ["--ep-overlap", "megatron"], "--ep-overlap megatron"),
+    ([], ["--ep-dispatcher", "deepep"], "--ep-dispatcher deepep"),
+    ([], ["--route-nodes", "2"], "--route-nodes 2"),
+    # DualPipe's overlap only under its schedule, p > 1 (ep_time.check_overlap)
+    (["--pp", "2", "--schedule", "dualpipe"], ["--ep-overlap", "dualpipe", "--ep-dispatcher", "deepep"],
+     "--ep-overlap dualpipe, --ep-dispatcher deepep"),
 ])
-def test_train_warns_of_ep_options_on_a_dense_model(capsys, flags, warned):
+def test_train_warns_of_ep_options_on_a_dense_model(capsys, base, flags, warned):
     from cli_checks import run
 
-    code, out, _ = run(capsys, DENSE + flags + ["--format", "json"])
+    code, out, _ = run(capsys, DENSE + base + flags + ["--format", "json"])
     assert code == 0
     doc = json.loads(out)
     assert [w for w in doc["warnings"] if "routed experts" in w] == [
         f"{warned}: 'llama' has no routed experts, so there is no EP all-to-all to time: ignored (the step time is "
         f"the same without {'them' if ',' in warned else 'it'})"]
-    code, plain, _ = run(capsys, DENSE + ["--format", "json"])
+    code, plain, _ = run(capsys, DENSE + base + ["--format", "json"])
     assert json.loads(plain)["step"]["total"]["value"] == doc["step"]["total"]["value"]   # nothing timed: the same
 
 

@@ -47,6 +47,15 @@ Dispatcher (``--ep-dispatcher``, :func:`dispatch_bandwidths`)
     NVLink at EP 8 and 43 GB/s over RDMA per 400 Gb/s NIC at EP 16,
     deepseek-ai/DeepEP README @ ebfe47e), each link without one at NCCL's
     figure (the report says so); under ``--link-rate line`` the line rates.
+    DeepEP's normal kernels send a token once over RDMA to each domain its
+    experts are on and forward it there over NVLink (README "Normal kernels
+    with NVLink and RDMA forwarding"), whatever the routing: the bytes that
+    leave the domain are ``S/k · D`` with ``D`` the domains a token reaches
+    counted as DeepEP counts them for its measured bandwidths, its own
+    domain included (:func:`deepep_domains`; none inside one domain: the
+    intranode kernels), and every copy but those
+    landing on the receiving rank moves once over NVLink,
+    ``S·(n_d − 1)/n_d`` (as for device-limited routing below).
 Device-limited routing (``route_nodes = M``; DeepSeek-V3 report §3.2)
     Each token's ``k`` copies go to experts on at most ``M`` domains (nodes
     in the report: 8-GPU NVLink domains; Megatron ``moe_utils.py::group_limited_topk``
@@ -146,7 +155,12 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
     limit = one_domain(hardware, domain_ranks)
     local = domain_members(fs, R, world, limit)
     S = part.size
-    if route_nodes is not None and part.copies is not None:
+    deepep = EP_DISPATCHER.check(dispatcher) == "deepep" and part.copies is not None
+    if deepep:          # DeepEP's hierarchical dispatch: once per reached domain over RDMA (module docstring)
+        G = n / local   # one domain (G = 1): DeepEP's intranode kernels, nothing over RDMA (min(1, G − 1) = 0)
+        inter = S / part.copies * deepep_domains(part.copies, G, route_nodes) * sympy.Min(ONE, G - 1)
+        intra = S * (local - 1) / local
+    elif route_nodes is not None and part.copies is not None:
         G = n / local
         chosen = sympy.Min(as_expr(part.copies), sympy.Integer(route_nodes), G)
         inter = S / part.copies * chosen * (G - 1) / G
@@ -166,6 +180,21 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
     else:
         wire = sympy.Max(intra / up_b, inter / out_b)
     return part.calls * (alltoall_latency(hardware, n, fs, world=world, domain_ranks=domain_ranks) + wire)
+
+
+def deepep_domains(k, G, route_nodes=None) -> Expr:
+    """Domains ``D`` one token's ``k`` copies reach under DeepEP's normal (internode) kernels, the
+    token's own domain included, as DeepEP counts the RDMA bytes its bandwidths are measured on
+    (deepseek-ai/DeepEP @ 499ec88b ``tests/test_internode.py``: ``rdma_idx = topk_idx // (num_experts //
+    num_nodes)``, deduplicated, ``num_rdma_token_sent = rdma_idx.ne(-1).sum()``,
+    ``dispatch_bf16_rdma_send_bytes = num_rdma_token_sent * hidden * 2``): ``min(k, M, G)`` with
+    device-limited routing to ``M = route_nodes`` domains (DeepEP's benchmark routes to its top
+    groups so), else, each copy on one of the ``G`` domains with probability ``1/G`` independently
+    (the module's uniform-routing convention), the expected count ``G·(1 − (1 − 1/G)^k)``."""
+    k, G = as_expr(k), as_expr(G)
+    if route_nodes is not None:
+        return sympy.Min(k, sympy.Integer(route_nodes), G)
+    return G * (1 - (1 - 1 / G) ** k)
 
 
 def alltoall_latency(hardware, n, factors=None, *, world=None, domain_ranks=None) -> Expr:
@@ -203,14 +232,31 @@ def warmup_chunks(layout) -> Expr:
 
 
 def check_overlap(layout) -> None:
-    """Refuse what Megatron's EP overlap refuses (``transformer_config.py``):
-    ``p > 1`` outside the interleaved schedule, full recomputation.
+    """Refuse an EP overlap where its schedule cannot run it. ``megatron``: what Megatron's EP overlap
+    refuses (``transformer_config.py``): ``p > 1`` outside the interleaved schedule, full recomputation.
+    ``dualpipe``: DualPipe's overlap pairs the forward chunk of one micro-batch with the backward
+    chunk of another on the two pipeline directions (deepseek-ai/DualPipe @ bb214e82 ``dualpipe/dualpipe.py``:
+    ``DualPipe.step``'s main step ``nF0B1F1B0`` calls ``_forward_backward_compute_chunk``, which runs
+    the modules' ``overlapped_forward_backward``; ``step`` asserts ``num_ranks % 2 == 0``; DeepSeek-V3
+    report §3.2.1), so it needs ``--schedule dualpipe``, whose ``p > 1`` (a symbolic ``p`` is let
+    through; its value is checked when given).
 
     Raises
     ------
     CostgraphValueError
-        Either, with ``ep_overlap = "megatron"``.
+        ``megatron`` as above; ``dualpipe`` with another schedule or ``p = 1``; each naming ``--ep-overlap``.
     """
+    if layout.ep_overlap == "dualpipe":
+        if layout.schedule != "dualpipe":
+            raise CostgraphValueError(f"--ep-overlap dualpipe needs --schedule dualpipe, not {layout.schedule} "
+                                      "(DualPipe overlaps a forward and a backward chunk only inside its own "
+                                      "schedule)", hint="--schedule dualpipe --pp P (P > 1), or --ep-overlap "
+                                      "megatron / none")
+        if as_expr(layout.p) == 1:
+            raise CostgraphValueError("--ep-overlap dualpipe needs pipeline parallelism (--pp > 1): DualPipe "
+                                      "pairs chunks of the two pipeline directions",
+                                      hint="--pp 2 or more with --schedule dualpipe, or --ep-overlap megatron / none")
+        return
     if layout.ep_overlap != "megatron":
         return
     if as_expr(layout.p) != 1 and layout.schedule != "interleaved":

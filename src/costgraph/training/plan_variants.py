@@ -9,7 +9,8 @@ module derives the screen's forms (:class:`~costgraph.training.plan_forms.Forms`
 variant's Layout fields in the base layout, restricted to what the variant requires (ZeRO 2
 or 3 to offload the optimizer, ZeRO 3 the parameters, ``selective`` for a module set,
 ``full`` for a layer count, Megatron's EP overlap: no full recomputation and, for ``p > 1``,
-the interleaved schedule — :func:`costgraph.parallel.ep_time.check_overlap`), and screens the
+the interleaved schedule; DualPipe's: its schedule and ``p > 1`` —
+:func:`costgraph.parallel.ep_time.check_overlap`), and screens the
 grid's rows that meet them. A variant train refuses when its forms are derived (an FP8
 recipe the preset cannot run, a recompute module delayed scaling cannot re-run) is counted,
 with train's message, in ``refused``.
@@ -74,7 +75,8 @@ EXPERT_FIELDS = ("ep_overlap", "route_nodes")
 
 
 def _rows_meeting(grid, need: dict, experts: bool = False):
-    """The grid's rows that meet a variant's schedule requirement (``p = 1`` always does) and, for a
+    """The grid's rows that meet a variant's schedule requirement (``p = 1`` always does, but where the
+    variant needs a pipeline: ``requires`` ``pipelined``) and, for a
     variant of :data:`EXPERT_FIELDS` (``experts``), have ``e > 1``, as a grid of its own: ``rows`` with
     the schedule column renumbered, ``splits``, ``schedules``."""
     schedules = [s for s in grid.schedules if s in need.get("schedule", grid.schedules)]
@@ -85,6 +87,8 @@ def _rows_meeting(grid, need: dict, experts: bool = False):
     keep = ((grid.rows[:, COL["p"]] == 1) | np.isin(names, schedules)) & ((grid.rows[:, COL["e"]] > 1) | (not experts))
     if "p" in need:   # a variant that needs given pipeline degrees (Megatron's activation offload: p = 1)
         keep &= np.isin(grid.rows[:, COL["p"]], need["p"])
+    if "pipelined" in need:   # a variant that needs a pipeline (DualPipe's EP overlap: p > 1)
+        keep &= grid.rows[:, COL["p"]] > 1
     rows = grid.rows[keep].copy()
     if len(rows):
         rows[:, COL["s"]] = [schedules.index(n) if n in schedules else len(schedules) for n in names[keep]]
