@@ -591,3 +591,22 @@ def test_import_reads_the_same_refusal(tmp_path):
     line = path.read_text().splitlines().index('  "hidden_size": -5,') + 1
     assert str(e.value).startswith(f"{path}:{line}:3: error: key 'hidden_size' must be a whole number of 0 or more, "
                                    "got -5")
+
+
+def test_a_missing_or_huge_config_says_what_to_do(tmp_path, capsys):
+    """Session 45 trial: "no such file: X" and "X is too large for a config.json" came without a hint (every
+    refusal: what was expected, a hint, exit status 2); the same for a missing hardware TOML (datafiles.read)."""
+    missing = tmp_path / "nope.json"
+    assert main(["derive", str(missing)]) == 2
+    assert capsys.readouterr().err == f"error: no such file: {missing}\n" \
+                                      "hint: check the path: give the path of a config.json file\n"
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"model_type": "llama", "x": "' + "a" * (1 << 24) + '"}')
+    assert main(["derive", str(huge)]) == 2
+    assert capsys.readouterr().err.splitlines()[1] == \
+        "hint: a config.json is a few kB of settings: give the model's config.json, not its weights or a log"
+    toml = tmp_path / "nope.toml"
+    assert main(["train", "gpt", "--config", "gpt2", "--gpus", "1", "--hardware", str(toml)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: no such file: {toml}",
+                                                    "hint: check the path: give the path of a TOML file of hardware "
+                                                    "presets"]
