@@ -551,7 +551,7 @@ ALBERT = {"model_type": "albert", "vocab_size": 30000, "embedding_size": 128, "h
 
 
 @pytest.mark.parametrize("key, value, shown", [
-    ("hidden_size", -5, "-5"), ("hidden_size", float("nan"), "NaN"), ("num_hidden_layers", float("inf"), "Infinity"),
+    ("hidden_size", -5, "-5"), ("hidden_size", 0, "0"), ("hidden_size", float("nan"), "NaN"), ("num_hidden_layers", float("inf"), "Infinity"),
     ("hidden_size", "big", '"big"'), ("hidden_size", 4096.5, "4096.5"), ("hidden_size", True, "true"),
     ("encoder_config.hidden_size", -3, "-3"),
 ])
@@ -572,7 +572,9 @@ def test_a_drafted_config_with_a_size_no_model_has_is_refused_at_its_key(tmp_pat
     line = next(n for n, x in enumerate(lines, 1) if x.startswith(" " * indent + f'"{field}":'))
     assert main(["derive", str(path)]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[0] == f"{path}:{line}:{indent + 1}: error: key '{key}' must be a whole number of 0 or more, got {shown}"
+    least = 1 if value == 0 or key.endswith("hidden_size") else 0   # hf_sizes.NEVER_ZERO: hidden_size
+    assert err[0] == f"{path}:{line}:{indent + 1}: error: key '{key}' must be a whole number of {least} or more, got " \
+                     f"{shown}"
     assert err[-1].startswith(f"hint: write '{field}' as the released config.json does")
     assert "Traceback" not in "\n".join(err)
     ok = dict(ALBERT, num_experts=0, intermediate_size=[16384, 8192], chunk_size=-1)   # a part left out, per-layer
@@ -589,7 +591,7 @@ def test_import_reads_the_same_refusal(tmp_path):
     with pytest.raises(CostgraphValueError) as e:
         _read(str(path))
     line = path.read_text().splitlines().index('  "hidden_size": -5,') + 1
-    assert str(e.value).startswith(f"{path}:{line}:3: error: key 'hidden_size' must be a whole number of 0 or more, "
+    assert str(e.value).startswith(f"{path}:{line}:3: error: key 'hidden_size' must be a whole number of 1 or more, "
                                    "got -5")
 
 
