@@ -188,7 +188,7 @@ def read_text(path: str | os.PathLike, what: str = "data file") -> str:
         with open(p, "rb") as f:
             data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
-        raise CostgraphValueError(f"no such file: {path}") from None
+        raise CostgraphValueError(f"no such file: {path}", hint=f"check the path: give the path of a {what}") from None
     except (OSError, ValueError) as e:   # ValueError: a NUL byte in the path
         raise CostgraphValueError(f"cannot read {path}: {getattr(e, 'strerror', None) or type(e).__name__}") from None
     if len(data) > MAX_BYTES:

@@ -47,3 +47,11 @@ def test_set_zero_names_the_flag(argv, capsys):
     err = capsys.readouterr().err
     assert err == "error: --set 'b=0': a dimension is a positive whole number\nhint: a dimension counts something: " \
                   "--set b=1, 2, 3, ...\n"
+
+
+def test_set_negative_hints_like_zero(capsys):
+    # session 45 trial: `--set b=-1` hinted "1, 2, 3, ..." where `--set b=0` hints "--set b=1, 2, 3, ...": the same now
+    for value in ("0", "-1"):
+        assert main(["train", "gpt", "--config", "gpt2", "--gpus", "1", "--set", f"b={value}"]) == 2
+        assert capsys.readouterr().err == f"error: --set 'b={value}': a dimension is a positive whole number\n" \
+            "hint: a dimension counts something: --set b=1, 2, 3, ...\n"

@@ -542,3 +542,73 @@ def test_key_offset_follows_the_nesting_and_takes_the_last_duplicate():
     assert {k: (text[v:v + 4] if v is not None else None) for k, v in at.items()} == {
         "a": '"a":', "a.b": '"b":', "a.c": '"c":', "b": '"b":', "d.b": '"b":', "x": None, "a.b.c": None, "c": None}
     assert at["a.b"] == 7 and at["b"] == text.rindex('"b": 4') and at["d.b"] == text.index('"b": 3')
+
+
+# transformers 5.24 AlbertConfig() defaults (configuration_albert.py): a model_type no bundled file maps, drafted
+ALBERT = {"model_type": "albert", "vocab_size": 30000, "embedding_size": 128, "hidden_size": 4096,
+          "num_hidden_layers": 12, "num_hidden_groups": 1, "num_attention_heads": 64, "intermediate_size": 16384,
+          "max_position_embeddings": 512, "encoder_config": {"hidden_size": 8}}
+
+
+@pytest.mark.parametrize("key, value, shown", [
+    ("hidden_size", -5, "-5"), ("hidden_size", 0, "0"), ("hidden_size", float("nan"), "NaN"), ("num_hidden_layers", float("inf"), "Infinity"),
+    ("hidden_size", "big", '"big"'), ("hidden_size", 4096.5, "4096.5"), ("hidden_size", True, "true"),
+    ("encoder_config.hidden_size", -3, "-3"),
+])
+def test_a_drafted_config_with_a_size_no_model_has_is_refused_at_its_key(tmp_path, capsys, key, value, shown):
+    """Session 45 trial: a config.json of a type costgraph drafts (no bundled file) handed its sizes to transformers
+    as they were: hidden_size -5 failed in PyTorch's constructor ("Trying to create tensor with negative dimension"),
+    NaN or "big" in transformers' StrictDataclassFieldValidationError, with no FILE:LINE:COLUMN. Now refused at the
+    key before transformers reads it (costgraph.language.hf_sizes), for derive and import alike."""
+    from costgraph.language.hf_sizes import refuse_bad_sizes
+
+    cfg = json.loads(json.dumps(ALBERT))
+    table, field = (cfg["encoder_config"], "hidden_size") if "." in key else (cfg, key)
+    table[field] = value
+    path = tmp_path / "albert.json"
+    path.write_text(json.dumps(cfg, indent=2))
+    lines = path.read_text().splitlines()
+    indent = 4 if "." in key else 2
+    line = next(n for n, x in enumerate(lines, 1) if x.startswith(" " * indent + f'"{field}":'))
+    assert main(["derive", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    least = 1 if value == 0 or key.endswith("hidden_size") else 0   # hf_sizes.NEVER_ZERO: hidden_size
+    assert err[0] == f"{path}:{line}:{indent + 1}: error: key '{key}' must be a whole number of {least} or more, got " \
+                     f"{shown}"
+    assert err[-1].startswith(f"hint: write '{field}' as the released config.json does")
+    assert "Traceback" not in "\n".join(err)
+    ok = dict(ALBERT, num_experts=0, intermediate_size=[16384, 8192], chunk_size=-1)   # a part left out, per-layer
+    assert refuse_bad_sizes(ok, "ok") is None                                          # sizes, a -1 switch: let through
+
+
+def test_import_reads_the_same_refusal(tmp_path):
+    """``costgraph import`` reads the file itself (costgraph.drafting.configs._read): the same FILE:LINE:COLUMN."""
+    pytest.importorskip("transformers")
+    from costgraph.drafting.configs import _read
+
+    path = tmp_path / "albert.json"
+    path.write_text(json.dumps(dict(ALBERT, hidden_size=-5), indent=2))
+    with pytest.raises(CostgraphValueError) as e:
+        _read(str(path))
+    line = path.read_text().splitlines().index('  "hidden_size": -5,') + 1
+    assert str(e.value).startswith(f"{path}:{line}:3: error: key 'hidden_size' must be a whole number of 1 or more, "
+                                   "got -5")
+
+
+def test_a_missing_or_huge_config_says_what_to_do(tmp_path, capsys):
+    """Session 45 trial: "no such file: X" and "X is too large for a config.json" came without a hint (every
+    refusal: what was expected, a hint, exit status 2); the same for a missing hardware TOML (datafiles.read)."""
+    missing = tmp_path / "nope.json"
+    assert main(["derive", str(missing)]) == 2
+    assert capsys.readouterr().err == f"error: no such file: {missing}\n" \
+                                      "hint: check the path: give the path of a config.json file\n"
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"model_type": "llama", "x": "' + "a" * (1 << 24) + '"}')
+    assert main(["derive", str(huge)]) == 2
+    assert capsys.readouterr().err.splitlines()[1] == \
+        "hint: a config.json is a few kB of settings: give the model's config.json, not its weights or a log"
+    toml = tmp_path / "nope.toml"
+    assert main(["train", "gpt", "--config", "gpt2", "--gpus", "1", "--hardware", str(toml)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: no such file: {toml}",
+                                                    "hint: check the path: give the path of a TOML file of hardware "
+                                                    "presets"]

@@ -512,3 +512,27 @@ def test_shared_block_refusals(call, fragment):
     with pytest.raises(CostgraphError) as e:
         costgraph.loads(SHARED_BLOCK.replace("CALL", call))
     assert fragment in str(e.value)
+
+
+ONE_GROUP = """
+model one_group {
+  dim b
+  dim s
+  dim h
+  input x[b, s, h]
+  repeat 1 as layers {
+    x = x + linear(x, h, name = proj)
+  }
+  return linear(x, h, name = out)
+}
+"""
+
+
+def test_a_group_of_one_instance_prints_without_a_count():
+    # session 45 trial: ALBERT's shared layer (num_hidden_groups 1) printed as "1 (4 h^2 + 2 h i + ...)" beside
+    # its other terms: a count of 1 is no count, its terms join the rest (like terms merged)
+    from costgraph.export.printing import to_text
+    c = costgraph.loads(ONE_GROUP).costs()
+    assert to_text(c.grouped("params")) == "2 h^2 + 2 h"
+    assert to_text(c.grouped("flops_forward")) == "4 b s h^2"
+    assert sympy.expand(c.grouped("params") - c["params"]) == 0

@@ -289,6 +289,29 @@ def test_token_heads_are_the_outputs_a_head_produces(name, options, heads):
     assert token_heads(costgraph.load(name, options=options).graph) == heads
 
 
+# VideoMAEModel with use_mean_pooling (transformers 5.24 models/videomae/modeling_videomae.py VideoMAEModel.forward:
+# ``self.layernorm`` is None, the output is the last layer's x + mlp(x)): VIT_BASE without its last norm and pooler
+RESIDUAL_LAST = VIT_BASE.split("  x = layernorm(x, name = layernorm)")[0] + """  return x
+}
+
+config imported { h = 768, a = 12, i = 3072, l = 12, c = 3, image = 224, p = 16, b = 1 }
+"""
+
+
+def test_a_residual_add_last_is_no_head(tmp_path, capsys):
+    # the walk from the output went through x + mlp(x) into fc2 (i → h) and read it as a head: no warning was said
+    from costgraph.training.cross_entropy import loss_warnings, token_heads
+
+    path = tmp_path / "videomae_base.cg"
+    path.write_text(RESIDUAL_LAST)
+    graph = costgraph.load(str(path)).graph
+    assert token_heads(graph) == ()
+    out = graph.outputs[-1]
+    assert loss_warnings(graph, "megatron") == [NO_HEAD.format(conv="megatron", out=out, shape="b, image**2/p**2 + 1, h")]
+    code, text, err = run(capsys, ["train", str(path), "--config", "imported", "--gpus", "1"])
+    assert code == 0 and "warning: " + NO_HEAD.format(conv="megatron", out=out, shape="b, image**2/p**2 + 1, h") in text + err
+
+
 def test_train_on_a_base_model_says_the_loss_it_assumed(tmp_path, capsys):
     path = tmp_path / "vit_base.cg"
     path.write_text(VIT_BASE)

@@ -117,7 +117,7 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
         if not m:
             if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=-[0-9]", pair[:60]):
                 raise CostgraphValueError(f"--set {pair[:40]!r}: a dimension is a positive whole number",
-                                          hint="a dimension counts something: 1, 2, 3, ...")
+                                          hint=f"a dimension counts something: --set {pair.split('=')[0]}=1, 2, 3, ...")
             raise CostgraphValueError(f"cannot read --set {pair!r}",
                                       hint="write NAME=VALUE with a whole number (h=768) or true/false (bias=false)")
         name, value = m.groups()

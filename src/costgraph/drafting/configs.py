@@ -48,6 +48,13 @@ def _read(path: str) -> dict:
                                   hint="give the path of a config.json file") from None
     if not isinstance(cfg, dict):
         raise CostgraphValueError(f"{path}: a config.json holds a JSON object", hint='{"model_type": "llama", ...}')
+    from ..language.hf_json import located_at_key
+    from ..language.hf_sizes import refuse_bad_sizes
+
+    try:   # a size no model has, at its FILE:LINE:COLUMN before transformers reads it
+        refuse_bad_sizes(cfg, path)
+    except CostgraphValueError as e:
+        raise located_at_key(e, data.decode("utf-8-sig"), path) from None
     return cfg
 
 

@@ -323,7 +323,9 @@ def _drafted(config: dict, source: str, dropout, profile: str) -> HFModel:
     (issue 28: :func:`costgraph.drafting.on_the_fly.draft_text`); its values are the draft's
     configuration ``imported`` (s the context length, b 1)."""
     from ..drafting.on_the_fly import draft_text
+    from .hf_sizes import refuse_bad_sizes
 
+    refuse_bad_sizes(config, source)   # before transformers: at FILE:LINE:COLUMN, not a PyTorch constructor's error
     text, _, origin = draft_text(config, source, "bundled: " + ", ".join(supported_model_types()))
     model = loads(text, path=f"<{origin}>", config="imported", profile=profile,
                   dropout=dropout_in(config) if dropout is None else dropout)

@@ -48,13 +48,16 @@ def read_text(path: str) -> str:
         with open(p, "rb") as f:
             data = f.read(MAX_JSON_BYTES + 1)
         if len(data) > MAX_JSON_BYTES:
-            raise CostgraphValueError(f"{path} is too large for a config.json (over {MAX_JSON_BYTES} bytes)")
+            raise CostgraphValueError(f"{path} is too large for a config.json (over {MAX_JSON_BYTES} bytes)",
+                                      hint="a config.json is a few kB of settings: give the model's config.json, "
+                                           "not its weights or a log")
         text = data.decode("utf-8-sig")   # a byte-order mark some editors write is dropped
         if "\x00" in text:   # JSON holds no NUL; a binary file or /proc/self/environ is not quoted
             raise CostgraphValueError(f"{path} is not a text file (it holds NUL bytes)",
                                       hint="give a config.json: UTF-8 JSON text, as transformers saves it")
     except FileNotFoundError:
-        raise CostgraphValueError(f"no such file: {path}") from None
+        raise CostgraphValueError(f"no such file: {path}", hint="check the path: give the path of a config.json "
+                                                                 "file") from None
     except IsADirectoryError:
         raise CostgraphValueError(f"{path} is a directory", hint="give the config.json inside it") from None
     except (OSError, ValueError) as e:   # ValueError: UnicodeDecodeError, a NUL byte in the path

@@ -115,6 +115,8 @@ def grouped(parts: list[tuple[sympy.Expr, sympy.Expr]], rest: sympy.Expr) -> sym
     A layer pattern's terms are written by the layers that take them:
     ``(h^2 + h) floor((l + 1)/2)``, not ``l (h^2 floor(1/2 + l/2)/l + ...)``."""
     terms = []
+    rest = rest + sum((inner for count, inner in parts if count == 1), sympy.Integer(0))   # a group of one instance
+    parts = [(count, inner) for count, inner in parts if count != 1]       # (ALBERT's shared layer): no 1 (...)
     for count, inner in parts:
         uniform, pattern = _split_pattern(count, inner) if count.free_symbols else (inner, {})
         term = _count_term(count, uniform)

@@ -106,7 +106,8 @@ def token_heads(cg) -> tuple[str, ...]:
     product (``has_role(kind, "matrix")``, owned or tied) that changes the last axis from its input's (an
     ``lm_head`` h → V, a classifier h → labels), reached from the output through weightless nodes (Gemma 2's
     logit softcapping). A hidden state is none: a base model's last norm (a weight but no matrix), its pooler's
-    h → h linear and tanh (Hugging Face's ``ViTPooler``, ``BertPooler``). The axes are compared as symbols: a
+    h → h linear and tanh (Hugging Face's ``ViTPooler``, ``BertPooler``); nor is a residual add of tensors of one
+    shape (a base model's last layer without a final norm, VideoMAEModel's). The axes are compared as symbols: a
     pooler to a width named by a dimension of its own (the bundled vit's ``pool``, h in the released configs) reads
     as a head. Kept in the graph's cache."""
     memo = cg.memo("token_heads")
@@ -132,6 +133,10 @@ def _reaches_a_head(cg, node: str) -> bool:
                 if out and x and out[-1] != x[-1]:
                     return True
             continue
+        shapes = {cg.tensors[t].shape for t in (*ins, *data.get("outputs", ())) if t in cg.tensors}
+        if data["kind"] == "add" and len(ins) > 1 and len(shapes) == 1:   # a residual add x + f(x): a hidden state
+            continue   # whatever f holds (VideoMAEModel's last x + mlp(x): its fc2 i → h is no head); SigLIP's
+            #            logits + logit_bias [1] are still the logits
         todo.extend(cg.tensors[t].producer for t in ins)
     return False
 
