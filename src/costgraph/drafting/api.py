@@ -180,7 +180,8 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
     _, target = probed_config(config)
     real = {sym: field_value(target, f) for sym, (_, f) in probe.symbols.items()}
     sz = Sizer(probe, real={s: v for s, v in real.items() if isinstance(v, int) and not isinstance(v, bool)},
-               rounded=rounded_widths(target, probe.symbol_values()))
+               rounded=rounded_widths(target, probe.symbol_values()),
+               causal_lm=type(model).__name__.endswith(("ForCausalLM", "LMHeadModel")))
     rotary = any("rotary" in m.cls.lower() for m in facts.walk())
     try:
         inputs, lines = body_lines(facts, sz, rotary)

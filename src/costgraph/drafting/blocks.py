@@ -127,6 +127,8 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         opts.append("k_bias = false")
     if o[2]:
         opts.append("out_bias = true")
+    if m.attrs.get("is_causal") is False and not d.causal_lm:   # transformers' is_causal: an encoder's attention
+        opts.append("causal = false")                          # (ViT, ALBERT, a VLM's tower): no mask, no K/V cache
     # an nn.Identity in a QK-norm's place is no norm (InternVL's vision attention without use_qk_norm: k28patch2)
     norms = [c for c in m.children if c.name in QK_NORMS and c.cls != "Identity"]
     whole = len(norms) == 2 and all("rms" in c.cls.lower() for c in norms) and \
@@ -230,6 +232,7 @@ def _fused_attention(m: Module, f, o, arg: str, d, rotary: bool) -> str | None:
         return None
     opts = ([f"qkv_bias = {_yes(f[2])}"] if f[2] else []) + (["out_bias = true"] if o[2] else [])
     opts += ([] if rotary else ["rotary = false"]) + _window(m, d)
+    opts += ["causal = false"] if m.attrs.get("is_causal") is False and not d.causal_lm else []   # an encoder's
     sizes = [d.size(heads, "query heads"), d.size(kv, "key/value heads"), d.size(head_dim, "head size")]
     return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
 

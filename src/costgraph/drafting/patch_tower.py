@@ -198,7 +198,7 @@ def _attention(m: Module, arg: str, sz: Sizer, rotary: bool) -> str | None:
     a, d = sz.size(heads, "attention heads"), sz.size(head, "head size")
     g = sz.size(kv, "key/value heads") if kv != heads else a
     opts = [f"qkv_bias = {_yes(qkv[2])}", f"out_bias = {_yes(o[2])}"] + (["qk_norm = true"] if norms[0] else []) \
-        + ([] if rotary else ["rotary = false"])
+        + ([] if rotary else ["rotary = false"]) + (["causal = false"] if m.attrs.get("is_causal") is False else [])
     return f"gqa_attention({arg}, {a}, {g}, {d}, {', '.join(opts)}, name = {m.name})"
 
 

@@ -50,7 +50,8 @@ block ln_proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim, window = non
 # attention (AlbertAttention: query, key, value, dense with biases, LayerNorm(x + output_dropout(dense(...)))), then
 # full_layer_layer_norm(ffn_output(act(ffn(x))) + x); one instance called by every layer (reuse =).
 block albert_layer(x[B, S, H], heads, head_dim, width, dropout = false) {
-  y = gqa_attention(x, heads, heads, head_dim, qkv_bias = true, out_bias = true, rotary = false, name = attention)
+  y = gqa_attention(x, heads, heads, head_dim, qkv_bias = true, out_bias = true, rotary = false, causal = false,
+                    name = attention)      # AlbertAttention.is_causal = False: no mask, no K/V cache
   if dropout { y = dropout(y, name = output_dropout) }
   x = layernorm(x + y, name = attention_LayerNorm)
   return layernorm(x + mlp(x, width, dropout = false, name = ffn), name = full_layer_layer_norm)

@@ -18,6 +18,7 @@ ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "n
          "index_topk", "v_head_dim", "num_buckets", "num_segments", "dim_head",
          "ln_before_adapter", "adapter_reuse_layer_norm", "ngram", "num_attn_heads",
          "data_format", "num_groups",    # ConvNeXt's LayerNorm: "channels_first" permutes around the norm (k28conv12)
+         "is_causal",     # transformers' attention modules: False where no causal mask is applied (an encoder's)
          "n_heads",     # DistilBERT's (transformers 5.24 modeling_distilbert.py DistilBertSelfAttention.n_heads)
          "input_scale")     # k28speech13: FastConformer's √h or 1.0 (modeling_parakeet.py ParakeetEncoder.input_scale)
 #: module attributes that list layer indices, read as tuples (k28patch13: Qwen3-VL's tower, transformers 5.24

@@ -31,6 +31,9 @@ class Sizer:
     todos: list = field(default_factory=list)
     silent: bool = False
     blocks: set = field(default_factory=set)     # blocks.LOCAL_BLOCKS the draft uses
+    #: the drafted class predicts the next token (``…ForCausalLM``): its attention is causal and cached, whatever an
+    #: attention module's ``is_causal`` says; elsewhere an attention with ``is_causal = False`` is written bidirectional
+    causal_lm: bool = True
     imports: set = field(default_factory=set)    # std/ files the draft imports besides attention, mlp and moe
     #: symbol → the config's own value (the same at both probes): a quotient these values do not divide is written
     #: floor(...), as transformers computes it (``hidden_size // num_attention_heads``: GLM-4.5's 4096 // 96 = 42)
