@@ -233,6 +233,7 @@ _NAMED_OPERATORS_ALLOWED = {
     ("parallel/tensor.py", "matmul"): "the attention scores' heads",
     ("training/fp8.py", "matmul"): "the attention products (FP8 attention)",
     ("training/kernel_time.py", "matmul"): "the attention products' kernel (flash)",
+    ("training/cross_entropy.py", "add"): "a residual sum x + f(x), a hidden state the token-head search stops at",
     ("training/overlap.py", "matmul"): "the attention product after QKᵀ",
 }
 

@@ -58,7 +58,7 @@ PLAN_SEARCHES = ("--tp", "--pp", "--cp", "--ep", "--sp", "--zero", "--recompute"
 PLAN_WIDER = {"--ep-overlap": "--exhaustive", "--route-nodes": "--exhaustive", "--recompute-modules": "--exhaustive",
               "--recompute-num-layers": "--exhaustive", "--recompute-method": "--exhaustive",
               "--offload-optimizer": "--allow-offload", "--offload-params": "--allow-offload"}
-PLAN_AT_DEFAULT = ("--zero3-gathered", "--domain-ranks", "--rank-order", "--fp8-transpose")
+PLAN_AT_DEFAULT = ("--domain-ranks", "--rank-order", "--fp8-transpose")
 
 
 def _plan_instead(prog: str, flag: str) -> str | None:

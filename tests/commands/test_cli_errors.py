@@ -61,10 +61,11 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "costgraph plan: error: unrecognized arguments: --tp 2",
      "hint: plan searches --tp itself (each row names its value); time one layout with costgraph train --tp; "
      "costgraph plan --help lists its arguments"),
-    (["plan", "gpt", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8", "--zero3-gathered", "fsdp2"],
-     "costgraph plan: error: unrecognized arguments: --zero3-gathered fsdp2",
-     "hint: plan ranks layouts at train's default --zero3-gathered; time a row with it: plan's check command "
-     "(costgraph train ...) with --zero3-gathered; costgraph plan --help lists its arguments"),
+    # (plan takes --zero3-gathered since k27rank13: passed to its ZeRO-3 rows; --fp8-transpose stays train's)
+    (["plan", "gpt", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8", "--fp8-transpose", "shared"],
+     "costgraph plan: error: unrecognized arguments: --fp8-transpose shared",
+     "hint: plan ranks layouts at train's default --fp8-transpose; time a row with it: plan's check command "
+     "(costgraph train ...) with --fp8-transpose; costgraph plan --help lists its arguments"),
     # a flag of train's the calculator page has no input for (trial 9: "did you mean --no-dropout?")
     (["web", "gpt", "-o", "x.html", "--link-rate", "line"],
      "costgraph web: error: unrecognized arguments: --link-rate line",

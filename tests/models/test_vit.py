@@ -103,7 +103,8 @@ def test_derive_train_and_infer_on_the_released_config(capsys):
     assert round(flops["per_token"]["value"] * 197) == 105_151_758_336   # per token: over its s = 197 tokens
     code, out, err = _cli(capsys, "infer", str(VIT), "--prompt", "197", "--generate", "1")
     assert code == 2 and "Traceback" not in err
-    assert "an encoder (BERT, ViT) has no decode phase" in err
+    # inference/phases.py: a model whose s follows its input's size (the patches) is refused before its cache is read
+    assert "reads no token ids" in err and "has no decode phase" in err
 
 
 # ---------------------------------------------------------------- PyTorch tier
