@@ -58,7 +58,7 @@ EXPECTED = {
                      "  x = relu(dense_conv1d(x, C_s, kernel = 5, stride = 2, name = conv_1))\n"
                      "  x = linear(transpose(x), h, bias = true, name = dense_1)\n",
                      "    x = x + gqa_attention(layernorm(x, bias = false, name = norm_self_att), a, kv, h / a, "
-                     "name = self_attn)\n    x = scale(x) + scale(fc_conv_same(layernorm(x, bias = false, name = "
+                     "causal = false, name = self_attn)\n    x = scale(x) + scale(fc_conv_same(layernorm(x, bias = false, name = "
                      "norm_conv), 32, bias = false, name = conv))   # residual x 2.0, output x 1.0 (conv_residual_weights)\n"],
     # modeling_wav2vec2_bert.py Wav2Vec2BertModel: input_features [b, s, 160] (feature_projection_input_dim), the
     # feature projection (LayerNorm, Linear); Wav2Vec2BertEncoderLayer: wav2vec2-conformer's order, the attention with

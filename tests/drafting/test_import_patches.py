@@ -48,9 +48,9 @@ EXPECTED = {
     "glm4v_vision": "  param position_embedding[(image / p) * (image / p), h]", "glm4v_moe_vision": GLM_MERGER,
     "glm5_next_vision": "  return swiglu(x, i_p, bias = false, name = merger)",
     # modeling_glm_ocr.py GlmOcrVisionAttention: q_norm and k_norm, RMSNorms of a head
-    "glm_ocr_vision": "qkv_bias = true, out_bias = true, qk_norm = true, name = attn)",
+    "glm_ocr_vision": "qkv_bias = true, out_bias = true, qk_norm = true, causal = false, name = attn)",
     # modeling_glm_image.py GlmImageVisionModel.forward: "no position_embeddings needed", no merger
-    "glm_image_vision": "rotary = false, name = attn)\n    x = x + mlp(layernorm(x, name = norm2), i, bias = true",
+    "glm_image_vision": "rotary = false, causal = false, name = attn)\n    x = x + mlp(layernorm(x, name = norm2), i, bias = true",
     # modeling_qwen2_5_vl.py Qwen2_5_VisionTransformerPretrainedModel.forward: full attention at
     # fullatt_block_indexes, windows of window_size // m // p image tokens elsewhere (cu_window_seqlens)
     "qwen2_5_vl_vision": "  input patches[b, 4 * (W / (2 * p)) * (W / (2 * p)) * s, 6 * p * p]",

@@ -32,7 +32,7 @@ TYPES = ("internvl_vision", "qianfan_ocr_vision", "video_llama_3_vision")
 drafted = Drafts({t: t for t in TYPES})
 
 LAYER = ("    x = x + gqa_attention(layernorm(x, name = layernorm_before), a, a, h / a, out_bias = true, "
-         "rotary = false, name = attention) * lambda_1\n"
+         "causal = false, rotary = false, name = attention) * lambda_1\n"
          "    x = x + mlp(layernorm(x, name = layernorm_after), i, bias = true, dropout = false, name = mlp) * lambda_2")
 EXPECTED = {
     "internvl_vision": LAYER,

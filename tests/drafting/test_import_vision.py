@@ -41,7 +41,7 @@ EXPECTED = {
     "dinov2": "  param mask_token[1, h]   # read only with bool_masked_pos (parameters only)\n"
               "  repeat l as layer {\n    param layer_scale1_lambda1[h]\n"
               "    x = x + gqa_attention(layernorm(x, name = norm1), a, a, h / a, qkv_bias = true, out_bias = true, "
-              "rotary = false, name = attention) * layer_scale1_lambda1\n",
+              "causal = false, rotary = false, name = attention) * layer_scale1_lambda1\n",
 }
 
 

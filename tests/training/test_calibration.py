@@ -302,7 +302,7 @@ def test_cli_bad_profile(tmp_path, capsys, text, message):
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert main(["train", *GPT2, "--efficiency-profile", str(tmp_path / "none.toml")]) == 2
-    assert "hint: write a profile with costgraph calibrate" in capsys.readouterr().err
+    assert "hint: check the path: give the path of a calibration profile (costgraph calibrate -o FILE)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("epoch, day", [("0", "1970-01-01"), ("1796515200", "2026-12-06"), ("1796601599", "2026-12-06")])
