@@ -118,26 +118,20 @@ def token_heads(cg) -> tuple[str, ...]:
 
 def _reaches_a_head(cg, node: str) -> bool:
     from ..ops.registry import has_role
+    from .states import first_weighted
 
-    todo, seen = [node], set()
-    while todo:
-        n = todo.pop()
-        if n in seen or n not in cg.nodes:
-            continue
-        seen.add(n)
-        data = cg.nodes[n]
-        cost, ins = data.get("cost"), [t for t in data.get("inputs", ()) if t in cg.tensors]
-        if cost is not None and (cost.weights or cost.tied):   # the first weighted node on this path decides
-            if has_role(data["kind"], "matrix") and ins and data.get("outputs"):
-                out, x = cg.tensors[data["outputs"][0]].shape, cg.tensors[ins[0]].shape
-                if out and x and out[-1] != x[-1]:
-                    return True
-            continue
+    def passes(data, ins) -> bool:    # a residual add x + f(x) of one shape: a hidden state whatever f holds
         shapes = {cg.tensors[t].shape for t in (*ins, *data.get("outputs", ())) if t in cg.tensors}
-        if data["kind"] == "add" and len(ins) > 1 and len(shapes) == 1:   # a residual add x + f(x): a hidden state
-            continue   # whatever f holds (VideoMAEModel's last x + mlp(x): its fc2 i → h is no head); SigLIP's
-            #            logits + logit_bias [1] are still the logits
-        todo.extend(cg.tensors[t].producer for t in ins)
+        return not (data["kind"] == "add" and len(ins) > 1 and len(shapes) == 1)   # (VideoMAEModel's last x +
+        #   mlp(x): its fc2 i → h is no head); SigLIP's logits + logit_bias [1] are still the logits
+
+    for n in first_weighted(cg, [node], passes):     # the first weighted node on each path decides
+        data = cg.nodes[n]
+        ins = [t for t in data.get("inputs", ()) if t in cg.tensors]
+        if has_role(data["kind"], "matrix") and ins and data.get("outputs"):
+            out, x = cg.tensors[data["outputs"][0]].shape, cg.tensors[ins[0]].shape
+            if out and x and out[-1] != x[-1]:
+                return True
     return False
 
 

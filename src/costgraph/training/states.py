@@ -347,9 +347,17 @@ def output_heads(graph: CostGraph) -> set[str]:
     """Nodes that own or tie a weight and reach a model output through
     weightless nodes only: the output head (``lm_head``), which Muon leaves
     to AdamW (Jordan et al. 2024)."""
-    heads: set[str] = set()
+    return first_weighted(graph, [graph.tensors[t].producer for t in graph.outputs])
+
+
+def first_weighted(graph: CostGraph, starts, passes: Callable[[dict, list[str]], bool] | None = None) -> set[str]:
+    """The nodes owning or tying a weight that are first on a path walked from ``starts`` (node names) back through
+    their inputs: the walk stops at each of them, and at a weightless node whose ``passes(data, inputs)`` is False
+    (default: every weightless node passes). Used for the output head (:func:`output_heads`) and the logits the
+    cross-entropy reads (:func:`costgraph.training.cross_entropy.token_heads`)."""
+    found: set[str] = set()
     seen: set[str] = set()
-    todo = [graph.tensors[t].producer for t in graph.outputs]
+    todo = list(starts)
     while todo:
         node = todo.pop()
         if node in seen or node not in graph.nodes:
@@ -358,10 +366,12 @@ def output_heads(graph: CostGraph) -> set[str]:
         data = graph.nodes[node]
         cost = data.get("cost")
         if cost is not None and (cost.weights or cost.tied):
-            heads.add(node)
+            found.add(node)
             continue
-        todo.extend(graph.tensors[t].producer for t in data.get("inputs", ()) if t in graph.tensors)
-    return heads
+        ins = [t for t in data.get("inputs", ()) if t in graph.tensors]
+        if passes is None or passes(data, ins):
+            todo.extend(graph.tensors[t].producer for t in ins)
+    return found
 
 
 def largest_module_params(graph: CostGraph) -> Expr:
