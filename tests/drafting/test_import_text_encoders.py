@@ -99,3 +99,11 @@ def test_fsmt_forward_runs_with_the_decoder_mask():
         with torch.no_grad():
             model(**{k: v for k, v in inputs.items() if k != "decoder_attention_mask"})
     assert text_inputs(torch, torch.nn.Linear(2, 2), 2, 5, 7) is None     # any other model: another branch's inputs
+
+
+def test_bidirectional_encoders_cache_nothing(drafts):
+    """ESM C's and ALBERT's attention (transformers 5.24 EsmcAttention.is_causal = False, AlbertAttention's): no
+    causal mask and no K/V cache in the draft (a cache would give derive KV-cache bytes and infer a decode phase)."""
+    for cls in ("EsmcModel", "AlbertModel"):
+        text = drafts[cls].text
+        assert "cache(" not in text and "causal = false" in text and "causal = true" not in text, cls

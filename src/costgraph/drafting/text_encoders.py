@@ -35,17 +35,17 @@ block gated_mlp_down_bias(x[B, S, H], width) {
   g = gelu(linear(x, width, bias = false, name = gate_proj))
   return linear(g * linear(x, width, bias = false, name = up_proj), H, bias = true, name = down_proj)
 }""", "ln_proj_norm_attention": """# Attention with a LayerNorm without bias over the whole Q and K projections (transformers 5.24
-# modeling_esmc.py EsmcAttention: q_norm, k_norm of hidden_size), rotary, no projection bias.
+# modeling_esmc.py EsmcAttention: q_norm, k_norm of hidden_size), rotary, no projection bias; an encoder's
+# (EsmcAttention.is_causal = False): no causal mask, no K/V cache.
 block ln_proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
   q = layernorm(linear(x, heads * head_dim, bias = false, name = q_proj), bias = false, name = q_norm)
   k = layernorm(linear(x, kv_heads * head_dim, bias = false, name = k_proj), bias = false, name = k_norm)
   v = linear(x, kv_heads * head_dim, bias = false, name = v_proj)
   q = rope(split_heads(q, heads))
-  k = rope(split_heads(k, kv_heads))
-  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
-  v = repeat_kv(cache(split_heads(v, kv_heads), window = window, name = v_cache), heads / kv_heads)
-  p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
-  return linear(merge_heads(matmul(p, v, window = window, causal = true)), H, bias = false, name = o_proj)
+  k = repeat_kv(rope(split_heads(k, kv_heads)), heads / kv_heads)
+  v = repeat_kv(split_heads(v, kv_heads), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), window = window, causal = false)), fp32 = true)
+  return linear(merge_heads(matmul(p, v, window = window, causal = false)), H, bias = false, name = o_proj)
 }""", "albert_layer": """# ALBERT's layer (Lan et al. 2020; transformers 5.24 modeling_albert.py AlbertLayer.forward): post-norm
 # attention (AlbertAttention: query, key, value, dense with biases, LayerNorm(x + output_dropout(dense(...)))), then
 # full_layer_layer_norm(ffn_output(act(ffn(x))) + x); one instance called by every layer (reuse =).
