@@ -52,10 +52,6 @@ KIND = Kind("contention entry", (
 #: ``contention.toml``: one entry per hardware preset key; a ``COSTGRAPH_DATA`` folder may add entries.
 SCHEMA = Schema(FILE, "costgraph.training", entries=KIND, user=True)
 
-#: the kinds NCCL runs (costgraph.parallel.communication); ``ep`` too under the alltoall dispatcher
-NCCL_KINDS = ("dp_grads", "zero_reduce_scatter", "zero_all_gather", "fsdp", "cp", "pp", "tied_embedding", "ep")
-
-
 @dataclass(frozen=True)
 class Contention:
     """One preset's entry of ``contention.toml``: ``preset`` (its key), ``sm_count`` (N), ``nccl_sms``,
@@ -82,9 +78,6 @@ def entries() -> dict:
     data = datafiles.load(SCHEMA)
     out = {}
     for name, e in data.entries.items():
-        if e["measured_slowdown"] < 0:
-            raise e.error("measured_slowdown is negative", "measured_slowdown",
-                          hint="a slowdown s >= 0: the compute beside a collective takes (1 + s) times as long")
         for k in ("nccl_sms", "deepep_sms", "userbuffers_sms"):
             if e[k] >= e["sm_count"]:
                 raise e.error(f"{k} is not below sm_count", k, hint="the SMs a collective holds, fewer than the device's")
